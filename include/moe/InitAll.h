@@ -1,0 +1,28 @@
+//===- InitAll.h - Register every moe dialect and pass ----------*- C++ -*-===//
+//
+// Part of the moe-mlir project.
+//
+// The one place tools register the project's dialects and passes; each
+// library exports its own registration function and this header lists them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MOE_INITALL_H
+#define MOE_INITALL_H
+
+#include "moe/Dialect/MoE/IR/MoE.h"
+#include "moe/Dialect/MoE/Transforms/Passes.h"
+
+#include "mlir/IR/DialectRegistry.h"
+
+namespace mlir::moe {
+
+inline void registerAllDialects(DialectRegistry &registry) {
+  registry.insert<MoEDialect>();
+}
+
+inline void registerAllPasses() { registerMoEPasses(); }
+
+} // namespace mlir::moe
+
+#endif // MOE_INITALL_H

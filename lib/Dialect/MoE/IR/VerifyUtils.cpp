@@ -1,0 +1,93 @@
+//===- VerifyUtils.cpp - Shared checks of moe op verifiers ----------------===//
+//
+// Part of the moe-mlir project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "VerifyUtils.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::moe;
+using namespace mlir::moe::verification;
+
+int64_t verification::mulDims(int64_t a, int64_t b) {
+  if (ShapedType::isDynamic(a) || ShapedType::isDynamic(b))
+    return kAnyDim;
+  return a * b;
+}
+
+int64_t verification::addDims(int64_t a, int64_t b) {
+  if (ShapedType::isDynamic(a) || ShapedType::isDynamic(b))
+    return kAnyDim;
+  return a + b;
+}
+
+static void printShape(InFlightDiagnostic &diag, ArrayRef<int64_t> shape) {
+  diag << "[";
+  llvm::interleaveComma(shape, diag, [&](int64_t dim) {
+    if (ShapedType::isDynamic(dim))
+      diag << "?";
+    else
+      diag << dim;
+  });
+  diag << "]";
+}
+
+LogicalResult verification::verifyShape(Operation *op, StringRef name,
+                                        Type type, ArrayRef<int64_t> expected) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  bool matches =
+      tensor && tensor.getRank() == static_cast<int64_t>(expected.size()) &&
+      llvm::all_of(llvm::zip_equal(tensor.getShape(), expected), [](auto p) {
+        auto [have, want] = p;
+        return ShapedType::isDynamic(have) || ShapedType::isDynamic(want) ||
+               have == want;
+      });
+  if (matches)
+    return success();
+  InFlightDiagnostic diag = op->emitOpError("expects ")
+                            << name << " to have shape ";
+  printShape(diag, expected);
+  diag << ", got ";
+  if (tensor)
+    printShape(diag, tensor.getShape());
+  else
+    diag << type;
+  return diag;
+}
+
+LogicalResult verification::verifyMinRank(Operation *op, StringRef name,
+                                          Type type, int64_t minRank) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (tensor && tensor.getRank() >= minRank)
+    return success();
+  return op->emitOpError("expects ")
+         << name << " to have rank >= " << minRank << ", got " << type;
+}
+
+LogicalResult verification::verifyPositiveFinite(Operation *op, StringRef name,
+                                                 double value) {
+  if (std::isfinite(value) && value > 0.0)
+    return success();
+  return op->emitOpError("expects ")
+         << name << " to be finite and positive, got " << value;
+}
+
+int64_t verification::dimOf(Type type, unsigned i) {
+  return cast<RankedTensorType>(type).getDimSize(i);
+}
+
+SmallVector<int64_t> verification::leadingDims(Type type) {
+  ArrayRef<int64_t> shape = cast<RankedTensorType>(type).getShape();
+  return SmallVector<int64_t>(shape.drop_back());
+}
+
+SmallVector<int64_t> verification::concatDims(ArrayRef<int64_t> dims,
+                                              ArrayRef<int64_t> tail) {
+  SmallVector<int64_t> result(dims);
+  result.append(tail.begin(), tail.end());
+  return result;
+}

@@ -1,0 +1,53 @@
+//===- VerifyUtils.h - Shared checks of moe op verifiers --------*- C++ -*-===//
+//
+// Part of the moe-mlir project.
+//
+// Shape and value checks that many moe verifiers share, so that every op
+// reports a mismatch with the same wording: the operand's name, the expected
+// shape and the shape it has.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MOE_LIB_DIALECT_MOE_IR_VERIFYUTILS_H
+#define MOE_LIB_DIALECT_MOE_IR_VERIFYUTILS_H
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Operation.h"
+
+namespace mlir::moe::verification {
+
+/// A dimension a check does not constrain. It also stands for dimensions
+/// that are themselves dynamic, which match anything.
+constexpr int64_t kAnyDim = ShapedType::kDynamic;
+
+/// Returns `a * b`, or kAnyDim when either is unknown.
+int64_t mulDims(int64_t a, int64_t b);
+
+/// Returns `a + b`, or kAnyDim when either is unknown.
+int64_t addDims(int64_t a, int64_t b);
+
+/// Checks that `type` is a ranked tensor of `expected.size()` dimensions whose
+/// known dimensions equal the known entries of `expected`. On failure emits
+/// "expects <name> to have shape [..], got [..]" on `op`.
+LogicalResult verifyShape(Operation *op, StringRef name, Type type,
+                          ArrayRef<int64_t> expected);
+
+/// Checks that `type` is a ranked tensor of rank at least `minRank`.
+LogicalResult verifyMinRank(Operation *op, StringRef name, Type type,
+                            int64_t minRank);
+
+/// Checks that an epsilon (or scale) attribute is finite and positive.
+LogicalResult verifyPositiveFinite(Operation *op, StringRef name, double value);
+
+/// Dimension `i` of a ranked tensor type.
+int64_t dimOf(Type type, unsigned i);
+
+/// The dimensions of a ranked tensor type without its last one.
+SmallVector<int64_t> leadingDims(Type type);
+
+/// `dims` followed by `tail`.
+SmallVector<int64_t> concatDims(ArrayRef<int64_t> dims, ArrayRef<int64_t> tail);
+
+} // namespace mlir::moe::verification
+
+#endif // MOE_LIB_DIALECT_MOE_IR_VERIFYUTILS_H

@@ -1,0 +1,39 @@
+# -*- Python -*-
+# lit configuration of the moe-mlir regression tests (check-moe).
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "MOE"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.moe_obj_root, "test")
+config.excludes = ["CMakeLists.txt", "README.txt", "lit.cfg.py", "lit.site.cfg.py"]
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%shlibext", config.llvm_shlib_ext))
+config.substitutions.append(("%moe_src_root", config.moe_src_root))
+config.substitutions.append(
+    ("%mlir_runner_utils",
+     os.path.join(config.llvm_lib_dir, "libmlir_runner_utils" + config.llvm_shlib_ext)))
+config.substitutions.append(
+    ("%mlir_c_runner_utils",
+     os.path.join(config.llvm_lib_dir, "libmlir_c_runner_utils" + config.llvm_shlib_ext)))
+
+llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+llvm_config.use_default_substitutions()
+
+tool_dirs = [config.moe_tools_dir, config.llvm_tools_dir]
+tools = ["moe-opt", "mlir-runner", "mlir-translate"]
+llvm_config.add_tool_substitutions(tools, tool_dirs)
+
+# PTX is assembled where the CUDA toolkit is installed.
+cuda_home = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+if os.path.exists(os.path.join(cuda_home, "bin", "ptxas")):
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", os.path.join(cuda_home, "bin", "ptxas")))
+    config.environment["CUDA_HOME"] = cuda_home
