@@ -9,7 +9,7 @@ from lit.llvm.subst import ToolSubst
 
 config.name = "MOE"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
-config.suffixes = [".mlir"]
+config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.moe_obj_root, "test")
 config.excludes = ["CMakeLists.txt", "README.txt", "lit.cfg.py", "lit.site.cfg.py"]
@@ -28,7 +28,7 @@ llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
 
 tool_dirs = [config.moe_tools_dir, config.llvm_tools_dir]
-tools = ["moe-opt", "mlir-runner", "mlir-translate"]
+tools = ["moe-opt", "moe-run", "moe-npy", "moe-reference", "mlir-runner", "mlir-translate"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
 # PTX is assembled where the CUDA toolkit is installed.

@@ -17,7 +17,7 @@ include "dialects/MoE/MoEBase.td"
 // Parameter helpers
 //===----------------------------------------------------------------------===//
 
-// A double, printed in its shortest round-trippable form.
+// A double, printed with MLIR's float printer (exact round trip).
 class MoE_F64Parameter<string desc> : AttrParameter<"::llvm::APFloat", desc> {
   let parser = [{ [&]() -> ::mlir::FailureOr<::llvm::APFloat> {
     ::llvm::APFloat value(0.0);
@@ -216,7 +216,7 @@ def MoE_ActivationAttr : MoE_Attr<"Activation", "activation"> {
     MoE_OptionalF64Parameter<"SiTU up-projection cap">:$up_beta
   );
   let assemblyFormat = [{
-    `<` $kind (`,` `gate_beta` `=` $gate_beta^)? (`,` `up_beta` `=` $up_beta^)? `>`
+    `<` $kind (`,` struct($gate_beta, $up_beta)^)? `>`
   }];
   let genVerifyDecl = 1;
 }
@@ -254,7 +254,7 @@ def MoE_InitAttr : MoE_Attr<"Init", "init"> {
     MoE_OptionalF64Parameter<"upper end of the range">:$high
   );
   let assemblyFormat = [{
-    `<` $kind (`,` `std` `=` $std^)? (`,` `low` `=` $low^)? (`,` `high` `=` $high^)? `>`
+    `<` $kind (`,` struct($std, $low, $high)^)? `>`
   }];
   let genVerifyDecl = 1;
 }

@@ -213,7 +213,7 @@ def MoE_MoEFFNOp : MoE_Op<"moe_ffn", [Pure, AttrSizedOperandSegments,
     AllTypesMatch<["input", "result"]>]> {
   let summary = "Routed Mixture-of-Experts FFN with an optional shared expert";
   let description = [{
-    ALGORITHMS.md sections 4.1 and 7.1, on `x: [..., d]` with
+    ALGORITHMS.md sections 4.1 and 7.1, on tokens `x: [..., d]` (rank >= 2) with
     `E = routing.experts`, `k = routing.top_k`:
 
     ```
@@ -330,8 +330,8 @@ def MoE_AttnResOp : MoE_Op<"attn_res", [Pure]> {
     ```mlir
     %h = moe.attn_res %b0, %b1, %partial query(%w) key_norm(%rho)
         {block_size = 4 : i64, sublayer = 5 : i64}
-        : tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>,
-          tensor<64xf32>, tensor<64xf32> -> tensor<?x?x64xf32>
+        : (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>,
+           tensor<64xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
     ```
   }];
   let arguments = (ins
@@ -345,7 +345,7 @@ def MoE_AttnResOp : MoE_Op<"attn_res", [Pure]> {
   let results = (outs MoE_FloatTensor:$result);
   let assemblyFormat = [{
     $sources `query` `(` $query `)` `key_norm` `(` $key_norm `)` attr-dict `:`
-    type($sources) `,` type($query) `,` type($key_norm) `->` type($result)
+    functional-type(operands, results)
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{

@@ -391,7 +391,7 @@ def MoE_AttnResMixOp : MoE_Op<"attn_res_mix", [Pure]> {
 
     ```mlir
     %h = moe.attn_res_mix %b0, %b1 query(%u)
-        : tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<64xf32>
+        : (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<64xf32>)
         -> tensor<?x?x64xf32>
     ```
   }];
@@ -402,8 +402,8 @@ def MoE_AttnResMixOp : MoE_Op<"attn_res_mix", [Pure]> {
   );
   let results = (outs MoE_FloatTensor:$result);
   let assemblyFormat = [{
-    $sources `query` `(` $query `)` attr-dict `:` type($sources) `,`
-    type($query) `->` type($result)
+    $sources `query` `(` $query `)` attr-dict `:`
+    functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

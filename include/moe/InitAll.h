@@ -10,8 +10,10 @@
 #ifndef MOE_INITALL_H
 #define MOE_INITALL_H
 
+#include "moe/Conversion/Passes.h"
 #include "moe/Dialect/MoE/IR/MoE.h"
 #include "moe/Dialect/MoE/Transforms/Passes.h"
+#include "moe/Pipelines/Pipelines.h"
 
 #include "mlir/IR/DialectRegistry.h"
 
@@ -21,7 +23,11 @@ inline void registerAllDialects(DialectRegistry &registry) {
   registry.insert<MoEDialect>();
 }
 
-inline void registerAllPasses() { registerMoEPasses(); }
+inline void registerAllPasses() {
+  registerMoEPasses();
+  registerMoEConversionPasses();
+  registerMoEPipelines();
+}
 
 } // namespace mlir::moe
 

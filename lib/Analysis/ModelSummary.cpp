@@ -2,32 +2,50 @@
 //
 // Part of the moe-mlir project.
 //
+// Counts a model's layer ops by kind and its parameters, in total and as read
+// by one token, and prints them for -moe-print-model-summary.
+//
 //===----------------------------------------------------------------------===//
 
 #include "moe/Analysis/ModelSummary.h"
 
 #include "llvm/Support/Format.h"
 
+#include <algorithm>
+
 using namespace mlir;
 using namespace mlir::moe;
 
-/// The fraction of a parameter's scalars that one token reads.
-static double activeFraction(ParamOp param) {
-  for (OpOperand &use : param->getUses()) {
-    Operation *user = use.getOwner();
-    if (auto ffn = dyn_cast<MoEFFNOp>(user)) {
-      Value v = use.get();
-      if (v == ffn.getWGate() || v == ffn.getWUp() || v == ffn.getWDown()) {
-        RoutingAttr routing = ffn.getRouting();
-        return static_cast<double>(routing.getTopK()) /
-               static_cast<double>(routing.getNumExperts());
-      }
+/// The fraction of a parameter's scalars that one token reads through `use`.
+static double activeFraction(OpOperand &use) {
+  Operation *user = use.getOwner();
+  Value v = use.get();
+  if (auto ffn = dyn_cast<MoEFFNOp>(user)) {
+    if (v == ffn.getWGate() || v == ffn.getWUp() || v == ffn.getWDown()) {
+      RoutingAttr routing = ffn.getRouting();
+      return static_cast<double>(routing.getTopK()) /
+             static_cast<double>(routing.getNumExperts());
     }
-    if (auto embedding = dyn_cast<EmbeddingOp>(user))
-      if (use.get() == embedding.getTable())
-        return 1.0 / static_cast<double>(param.getType().getDimSize(0));
+  }
+  if (auto embedding = dyn_cast<EmbeddingOp>(user)) {
+    // A token reads one row of the table.
+    if (v == embedding.getTable())
+      return 1.0 / static_cast<double>(
+                       cast<RankedTensorType>(v.getType()).getDimSize(0));
   }
   return 1.0;
+}
+
+/// The fraction of a parameter's scalars that one token reads: the largest
+/// over its uses, so that a table shared by `moe.embedding` and `moe.lm_head`
+/// (tied embeddings) counts in full. An unused parameter counts in full.
+static double activeFraction(ParamOp param) {
+  if (param->use_empty())
+    return 1.0;
+  double fraction = 0.0;
+  for (OpOperand &use : param->getUses())
+    fraction = std::max(fraction, activeFraction(use));
+  return fraction;
 }
 
 ModelSummary mlir::moe::summarizeModel(ModelOp model) {

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "moe/InitAll.h"
+#include "test/lib/TestPasses.h"
 
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
@@ -20,6 +21,7 @@
 int main(int argc, char **argv) {
   mlir::registerAllPasses();
   mlir::moe::registerAllPasses();
+  mlir::moe::test::registerTestPasses();
 
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);

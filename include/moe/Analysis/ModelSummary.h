@@ -27,7 +27,8 @@ struct ModelSummary {
   /// Scalars in all `moe.param` ops.
   int64_t totalParameters = 0;
   /// Scalars one token reads: routed experts scaled by top_k / experts,
-  /// embedding tables by one row.
+  /// embedding tables by one row. A parameter with several uses counts the
+  /// largest share, so a table tied to `moe.lm_head` counts in full.
   double activeParameters = 0;
 };
 

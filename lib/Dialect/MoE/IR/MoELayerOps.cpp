@@ -177,7 +177,7 @@ static LogicalResult verifyDenseFFNWeights(Operation *op, StringRef prefix,
 LogicalResult MoEFFNOp::verify() {
   RoutingAttr routing = getRouting();
   int64_t experts = routing.getNumExperts();
-  if (failed(verifyMinRank(*this, "input", getInput().getType(), 1)))
+  if (failed(verifyMinRank(*this, "input", getInput().getType(), 2)))
     return failure();
   int64_t d = getInput().getType().getShape().back();
   if (failed(verifyShape(*this, "w_router", getWRouter().getType(),

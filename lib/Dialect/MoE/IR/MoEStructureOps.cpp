@@ -36,10 +36,20 @@ LogicalResult ModelOp::verifyRegions() {
     auto table = cast<RankedTensorType>(type);
     if (table.getRank() != 2)
       return success(); // The op's own verifier reports the rank.
-    if (table.getDimSize(0) != vocab || table.getDimSize(1) != hidden) {
+    // A dynamic dimension matches, as in every other shape check.
+    auto matches = [](int64_t have, int64_t want) {
+      return ShapedType::isDynamic(have) || have == want;
+    };
+    auto dimStr = [](int64_t dim) {
+      return ShapedType::isDynamic(dim) ? std::string("?")
+                                        : std::to_string(dim);
+    };
+    if (!matches(table.getDimSize(0), vocab) ||
+        !matches(table.getDimSize(1), hidden)) {
       InFlightDiagnostic diag = op->emitOpError()
-                                << what << " has shape [" << table.getDimSize(0)
-                                << ", " << table.getDimSize(1)
+                                << what << " has shape ["
+                                << dimStr(table.getDimSize(0)) << ", "
+                                << dimStr(table.getDimSize(1))
                                 << "] but the model has vocab_size = " << vocab
                                 << " and hidden_size = " << hidden;
       diag.attachNote(getLoc()) << "model declared here";

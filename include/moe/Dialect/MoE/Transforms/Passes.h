@@ -12,6 +12,7 @@
 #include "moe/Dialect/MoE/IR/MoE.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Pass/Pass.h"
 
 namespace mlir::moe {

@@ -44,9 +44,6 @@ def MoEDecompose : Pass<"moe-decompose"> {
     "::mlir::tensor::TensorDialect",
     "::mlir::moe::MoEDialect"
   ];
-  let statistics = [
-    Statistic<"numDecomposed", "num-decomposed", "Number of layer ops decomposed">
-  ];
 }
 
 def MoEPrintModelSummary : Pass<"moe-print-model-summary", "::mlir::ModuleOp"> {
@@ -61,6 +58,61 @@ def MoEPrintModelSummary : Pass<"moe-print-model-summary", "::mlir::ModuleOp"> {
     an embedding table counts one row (the row a token reads). The IR is not
     changed.
   }];
+}
+
+
+def MoETileLinearAttention : Pass<"moe-tile-linear-attention"> {
+  let summary = "Chunk moe.kda into tiles, dense on the diagonal only where proven safe";
+  let description = [{
+    Lowers every `moe.kda` op into the chunked WY/UT algorithm of
+    ALGORITHMS.md sections 1.4-1.6 on tensors: an `scf.forall` over
+    (batch, head), an `scf.for` over chunks of `chunk-size` tokens that
+    carries the fp32 recurrent state, and inside each chunk static tiles:
+    the in-chunk cumulative decay, the intra-chunk matrices `Aqk` and `L`
+    from a grid of `sub-chunk-size` tiles, forward substitution for
+    `(I + L)^-1`, the W/U pseudo-values, the output and the state update.
+    The sequence is padded with zeros to whole chunks (a padded step has
+    zero decay, key, value and beta, so it changes nothing); batch and
+    length may be dynamic.
+
+    Off-diagonal tiles are always factored through their first row (both
+    factors are at most 1). Each diagonal tile takes:
+
+    * the dense path (factored exponentials through the `reference` row,
+      two matmuls, select masking) when the decay-bound analysis proves
+      `E_ref(c) * |g_min| <= L_op` for the query's element type;
+    * otherwise, with `runtime-guard`, a per-tile `scf.if` on the exact
+      exponent range of the tile (section 2.4), choosing the dense or the
+      per-position path at run time;
+    * otherwise the per-position path, which only exponentiates
+      differences `Gamma_i - Gamma_j` with `j <= i`.
+
+    Every kda op gets a remark that says which path it took and why, with
+    the bound, the exponent, the limit and the margin.
+    `test-force-dense` takes the dense path regardless of the proof; it
+    exists to show what the proof prevents.
+  }];
+  let options = [
+    Option<"chunkSize", "chunk-size", "int64_t", "64",
+           "Tokens per chunk (a power of two)">,
+    Option<"subChunkSize", "sub-chunk-size", "int64_t", "16",
+           "Rows per diagonal tile (a power of two, at most chunk-size)">,
+    Option<"reference", "reference", "std::string", "\"mid\"",
+           "Reference row of the dense diagonal path: pre, start or mid">,
+    Option<"runtimeGuard", "runtime-guard", "bool", "true",
+           "Guard unproven diagonal tiles at run time instead of always "
+           "taking the per-position path">,
+    Option<"testForceDense", "test-force-dense", "bool", "false",
+           "Test only: take the dense diagonal path even where it is not "
+           "proven safe">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
 }
 
 #endif // MOE_DIALECT_MOE_TRANSFORMS_PASSES_TD

@@ -1,0 +1,110 @@
+//===- TensorBuilder.h - Build linalg-on-tensors IR -------------*- C++ -*-===//
+//
+// Part of the moe-mlir project.
+//
+// Helpers that build element-wise maps, reductions over the last dimension,
+// contractions and reshapes as linalg/tensor ops on (possibly dynamically
+// shaped) tensors. Shared by -moe-decompose and -convert-moe-to-linalg.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MOE_DIALECT_MOE_UTILS_TENSORBUILDER_H
+#define MOE_DIALECT_MOE_UTILS_TENSORBUILDER_H
+
+#include "mlir/IR/AffineMap.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/OpDefinition.h"
+
+namespace mlir::moe {
+
+/// The ranked tensor type of `value`.
+RankedTensorType tensorTypeOf(Value value);
+
+/// The static shape that `sizes` describes (dynamic where a size is a value).
+SmallVector<int64_t> staticShapeOf(ArrayRef<OpFoldResult> sizes);
+
+/// Converts a scalar float to the float `type` (extension or truncation).
+Value convertScalar(OpBuilder &b, Location loc, Value value, Type type);
+
+/// A float constant of the scalar float `type`.
+Value floatConstant(OpBuilder &b, Location loc, Type type, double value);
+
+/// `1 / (1 + exp(-x))`.
+Value buildSigmoid(OpBuilder &b, Location loc, Value x);
+
+/// Body of an element-wise or reduction generic: gets the scalar block
+/// arguments (without the output for `map`) and returns the value to yield.
+using ScalarFn = function_ref<Value(OpBuilder &, Location, ValueRange)>;
+
+/// Builds linalg-on-tensors IR at one location.
+class TensorBuilder {
+public:
+  explicit TensorBuilder(ImplicitLocOpBuilder &b) : b(b) {}
+
+  /// The sizes of `value`: static dimensions as attributes, dynamic ones as
+  /// `tensor.dim` results.
+  SmallVector<OpFoldResult> sizesOf(Value value);
+
+  /// A `tensor.empty` of `sizes` filled with `value` (of `elementType`).
+  Value filled(ArrayRef<OpFoldResult> sizes, Type elementType, double value);
+
+  /// A parallel `linalg.generic` over `sizes`: input `i` is read through
+  /// `inputMaps[i]`, the result (of `resultElementType`) is indexed by the
+  /// identity. `fn` gets one scalar per input.
+  Value mapIndexed(ArrayRef<OpFoldResult> sizes, ValueRange inputs,
+                   ArrayRef<AffineMap> inputMaps, Type resultElementType,
+                   ScalarFn fn);
+
+  /// Applies `fn` element-wise to `inputs`, which all have the same shape;
+  /// the result has that shape and `resultElementType`.
+  Value map(ValueRange inputs, Type resultElementType, ScalarFn fn);
+
+  /// Reduces the last dimension of `input: [..., n]` into `[...]` of
+  /// `accType`, starting from `init`. `fn` gets (element, accumulator) and
+  /// returns the new accumulator.
+  Value reduceLast(Value input, Type accType, double init, ScalarFn fn);
+
+  /// Converts every element of `value` to `elementType`.
+  Value convert(Value value, Type elementType);
+
+  /// Element-wise sigmoid, in the element type of `value`.
+  Value sigmoid(Value value);
+
+  /// Element-wise product of two tensors of the same shape.
+  Value multiply(Value lhs, Value rhs);
+
+  /// Element-wise sum of two tensors of the same shape.
+  Value add(Value lhs, Value rhs);
+
+  /// Contracts the last dimension of `input: [..., d]` with `weight`, which
+  /// is `[d, n]` (or `[n, d]` when `transposed`). Accumulates in fp32 and
+  /// returns `[..., n]` with `resultElementType`.
+  Value project(Value input, Value weight, Type resultElementType,
+                bool transposed = false);
+
+  /// Splits the last dimension of `value` into `[heads, width]`.
+  Value splitHeads(Value value, int64_t heads, int64_t width);
+
+  /// Merges the last two dimensions of `value`.
+  Value mergeHeads(Value value);
+
+  /// Collapses `[..., d]` into `[N, d]`.
+  Value flattenTokens(Value value);
+
+  /// Expands `[N, d]` back into the shape of `like: [..., d]`.
+  Value unflattenTokens(Value value, Value like);
+
+  /// Slices `[offset, offset + size)` out of the last dimension of `value`.
+  Value sliceLast(Value value, int64_t offset, int64_t size);
+
+  /// Repeats `value: [B, T, D]` over a new head dimension: `[B, T, H, D]`.
+  Value broadcastHeads(Value value, int64_t heads);
+
+private:
+  ImplicitLocOpBuilder &b;
+};
+
+} // namespace mlir::moe
+
+#endif // MOE_DIALECT_MOE_UTILS_TENSORBUILDER_H

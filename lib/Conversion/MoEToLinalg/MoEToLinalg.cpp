@@ -1,0 +1,471 @@
+//===- MoEToLinalg.cpp - Lower moe primitives to linalg -------------------===//
+//
+// Part of the moe-mlir project.
+//
+// Implements -convert-moe-to-linalg: the norms, the decay gate, the short
+// convolution, cross-entropy and embedding become linalg.generic ops on
+// tensors, with their reductions and transcendental math in fp32.
+//
+//===----------------------------------------------------------------------===//
+
+#include "moe/Conversion/MoEToLinalg/MoEToLinalg.h"
+
+#include "moe/Conversion/Passes.h"
+#include "moe/Dialect/MoE/IR/MoE.h"
+#include "moe/Dialect/MoE/Utils/TensorBuilder.h"
+
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+#include <limits>
+
+namespace mlir::moe {
+#define GEN_PASS_DEF_CONVERTMOETOLINALG
+#include "moe/Conversion/Passes.h.inc"
+} // namespace mlir::moe
+
+using namespace mlir;
+using namespace mlir::moe;
+
+#define DEBUG_TYPE "convert-moe-to-linalg"
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+/// `(d0, ..., d{n-1}) -> (d{first}, ..., d{first + count - 1})`.
+static AffineMap dimsMap(MLIRContext *ctx, int64_t numDims, int64_t first,
+                         int64_t count) {
+  SmallVector<AffineExpr> exprs;
+  for (int64_t i = first; i < first + count; ++i)
+    exprs.push_back(getAffineDimExpr(i, ctx));
+  return AffineMap::get(numDims, 0, exprs, ctx);
+}
+
+/// `(d0, ..., d{n-1}) -> (d0, ..., d{n-2})`: reads a tensor that lacks the
+/// last (reduced) dimension.
+static AffineMap leadingDimsMap(MLIRContext *ctx, int64_t numDims) {
+  return dimsMap(ctx, numDims, 0, numDims - 1);
+}
+
+/// `sum(x^2)` over the last dimension of `x`, in fp32.
+static Value buildSumOfSquares(TensorBuilder &tb, Value x) {
+  Type f32 = Float32Type::get(x.getContext());
+  return tb.reduceLast(x, f32, 0.0,
+                       [&](OpBuilder &b, Location loc, ValueRange args) {
+                         Value v = convertScalar(b, loc, args[0], f32);
+                         Value square = arith::MulFOp::create(b, loc, v, v);
+                         return arith::AddFOp::create(b, loc, args[1], square);
+                       });
+}
+
+/// The size of the last dimension of `value` as an fp32 scalar (a constant
+/// when it is static).
+static Value buildLastDimSizeF32(ImplicitLocOpBuilder &b, Value value) {
+  RankedTensorType type = tensorTypeOf(value);
+  int64_t last = type.getRank() - 1;
+  Type f32 = b.getF32Type();
+  if (!type.isDynamicDim(last))
+    return floatConstant(b, b.getLoc(), f32,
+                         static_cast<double>(type.getDimSize(last)));
+  Value size = tensor::DimOp::create(b, value, last);
+  Value asInt = arith::IndexCastOp::create(b, b.getI64Type(), size);
+  return arith::SIToFPOp::create(b, f32, asInt);
+}
+
+/// `log(1 + exp(x))` as `max(x, 0) + log1p(exp(-|x|))`: the exponent is
+/// never positive, so it neither overflows for large `x` nor rounds to zero
+/// for very negative `x`.
+static Value buildSoftplus(OpBuilder &b, Location loc, Value x) {
+  Value zero = floatConstant(b, loc, x.getType(), 0.0);
+  Value positive = arith::MaximumFOp::create(b, loc, x, zero);
+  Value magnitude = math::AbsFOp::create(b, loc, x);
+  Value negated = arith::NegFOp::create(b, loc, magnitude);
+  Value exp = math::ExpOp::create(b, loc, negated);
+  Value log = math::Log1pOp::create(b, loc, exp);
+  return arith::AddFOp::create(b, loc, positive, log);
+}
+
+//===----------------------------------------------------------------------===//
+// Patterns
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// l2_norm -> `sum(x^2)` over the last dimension, then
+/// `x / sqrt(sum + eps)` (ALGORITHMS.md section 1.2).
+struct L2NormLowering : public OpConversionPattern<L2NormOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(L2NormOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    TensorBuilder tb(b);
+    Value x = adaptor.getInput();
+    RankedTensorType type = tensorTypeOf(x);
+    Type elementType = type.getElementType(), f32 = b.getF32Type();
+    int64_t rank = type.getRank();
+    double epsilon = op.getEpsilon().convertToDouble();
+
+    Value sumSquares = buildSumOfSquares(tb, x);
+    SmallVector<AffineMap> maps = {b.getMultiDimIdentityMap(rank),
+                                   leadingDimsMap(b.getContext(), rank)};
+    Value result =
+        tb.mapIndexed(tb.sizesOf(x), {x, sumSquares}, maps, elementType,
+                      [&](OpBuilder &nb, Location loc, ValueRange args) {
+                        Value v = convertScalar(nb, loc, args[0], f32);
+                        Value eps = floatConstant(nb, loc, f32, epsilon);
+                        Value shifted =
+                            arith::AddFOp::create(nb, loc, args[1], eps);
+                        Value norm = math::SqrtOp::create(nb, loc, shifted);
+                        Value y = arith::DivFOp::create(nb, loc, v, norm);
+                        return convertScalar(nb, loc, y, elementType);
+                      });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+/// rms_norm -> `sum(x^2)` over the last dimension, then
+/// `x * rsqrt(sum / n + eps) * w` (ALGORITHMS.md section 7.2).
+struct RMSNormLowering : public OpConversionPattern<RMSNormOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(RMSNormOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    TensorBuilder tb(b);
+    Value x = adaptor.getInput();
+    RankedTensorType type = tensorTypeOf(x);
+    Type elementType = type.getElementType(), f32 = b.getF32Type();
+    int64_t rank = type.getRank();
+    double epsilon = op.getEpsilon().convertToDouble();
+
+    Value sumSquares = buildSumOfSquares(tb, x);
+    Value width = buildLastDimSizeF32(b, x);
+    MLIRContext *ctx = b.getContext();
+    SmallVector<AffineMap> maps = {b.getMultiDimIdentityMap(rank),
+                                   leadingDimsMap(ctx, rank),
+                                   dimsMap(ctx, rank, rank - 1, 1)};
+    Value result = tb.mapIndexed(
+        tb.sizesOf(x), {x, sumSquares, adaptor.getWeight()}, maps, elementType,
+        [&](OpBuilder &nb, Location loc, ValueRange args) {
+          Value v = convertScalar(nb, loc, args[0], f32);
+          Value w = convertScalar(nb, loc, args[2], f32);
+          Value eps = floatConstant(nb, loc, f32, epsilon);
+          Value mean = arith::DivFOp::create(nb, loc, args[1], width);
+          Value shifted = arith::AddFOp::create(nb, loc, mean, eps);
+          Value rstd = math::RsqrtOp::create(nb, loc, shifted);
+          Value normed = arith::MulFOp::create(nb, loc, v, rstd);
+          Value y = arith::MulFOp::create(nb, loc, normed, w);
+          return convertScalar(nb, loc, y, elementType);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+/// decay_gate -> one element-wise generic over `raw: [B, T, H, K]` reading
+/// `dt_bias[h, c]` and `A_log[h]` (ALGORITHMS.md section 2.1).
+struct DecayGateLowering : public OpConversionPattern<DecayGateOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(DecayGateOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    TensorBuilder tb(b);
+    Value raw = adaptor.getRaw();
+    Value aLog = adaptor.getALog();
+    DecayGateAttr gate = op.getGate();
+    bool bounded = gate.isBounded();
+    double gMin = bounded ? gate.getGMinValue() : 0.0;
+    Type f32 = b.getF32Type();
+
+    MLIRContext *ctx = b.getContext();
+    SmallVector<Value> inputs = {raw, adaptor.getDtBias()};
+    SmallVector<AffineMap> maps = {b.getMultiDimIdentityMap(4),
+                                   dimsMap(ctx, 4, 2, 2)};
+    if (aLog) {
+      inputs.push_back(aLog);
+      maps.push_back(dimsMap(ctx, 4, 2, 1));
+    }
+    Value result = tb.mapIndexed(
+        tb.sizesOf(raw), inputs, maps, f32,
+        [&](OpBuilder &nb, Location loc, ValueRange args) {
+          Value z = convertScalar(nb, loc, args[0], f32);
+          Value bias = convertScalar(nb, loc, args[1], f32);
+          Value x = arith::AddFOp::create(nb, loc, z, bias);
+          Value rate;
+          if (aLog)
+            rate = math::ExpOp::create(nb, loc,
+                                       convertScalar(nb, loc, args[2], f32));
+          if (bounded) {
+            // g = g_min * sigmoid(exp(A_log) * x), or sigmoid(x).
+            Value p = rate ? arith::MulFOp::create(nb, loc, rate, x) : x;
+            Value lowerBound = floatConstant(nb, loc, f32, gMin);
+            return Value(arith::MulFOp::create(nb, loc, lowerBound,
+                                               buildSigmoid(nb, loc, p)));
+          }
+          // g = -exp(A_log) * softplus(x); the verifier requires A_log.
+          Value scaled =
+              arith::MulFOp::create(nb, loc, rate, buildSoftplus(nb, loc, x));
+          return Value(arith::NegFOp::create(nb, loc, scaled));
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+/// short_conv -> a left zero pad of `W - 1` steps along T, one contraction
+/// over the window (`c[b,t,ch] = sum_i w[ch,i] * pad[b,t+i,ch]`, fp32), then
+/// the optional SiLU and the conversion back (ALGORITHMS.md section 1.2).
+struct ShortConvLowering : public OpConversionPattern<ShortConvOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(ShortConvOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    TensorBuilder tb(b);
+    Value x = adaptor.getInput();
+    Value weight = adaptor.getWeight();
+    RankedTensorType type = tensorTypeOf(x);
+    Type elementType = type.getElementType(), f32 = b.getF32Type();
+
+    // Left padding W - 1 along T.
+    OpFoldResult window = tb.sizesOf(weight)[1];
+    OpFoldResult padding;
+    if (std::optional<int64_t> w = getConstantIntValue(window)) {
+      padding = b.getIndexAttr(*w - 1);
+    } else {
+      Value one = arith::ConstantIndexOp::create(b, 1);
+      padding = Value(arith::SubIOp::create(b, cast<Value>(window), one));
+    }
+    SmallVector<OpFoldResult> low = {b.getIndexAttr(0), padding,
+                                     b.getIndexAttr(0)};
+    SmallVector<OpFoldResult> high(3, b.getIndexAttr(0));
+    SmallVector<int64_t> paddedShape(type.getShape());
+    std::optional<int64_t> staticPadding = getConstantIntValue(padding);
+    if (!type.isDynamicDim(1) && staticPadding)
+      paddedShape[1] += *staticPadding;
+    else
+      paddedShape[1] = ShapedType::kDynamic;
+    Value zero = floatConstant(b, b.getLoc(), elementType, 0.0);
+    Value padded = tensor::PadOp::create(
+        b, RankedTensorType::get(paddedShape, elementType), x, low, high, zero);
+
+    // Loops (b, t, ch, i); i is the window position.
+    Value init = tb.filled(tb.sizesOf(x), f32, 0.0);
+    MLIRContext *ctx = b.getContext();
+    AffineExpr d0 = getAffineDimExpr(0, ctx), d1 = getAffineDimExpr(1, ctx),
+               d2 = getAffineDimExpr(2, ctx), d3 = getAffineDimExpr(3, ctx);
+    SmallVector<AffineMap> maps = {AffineMap::get(4, 0, {d0, d1 + d3, d2}, ctx),
+                                   AffineMap::get(4, 0, {d2, d3}, ctx),
+                                   AffineMap::get(4, 0, {d0, d1, d2}, ctx)};
+    SmallVector<utils::IteratorType> iterators(3,
+                                               utils::IteratorType::parallel);
+    iterators.push_back(utils::IteratorType::reduction);
+    auto conv = linalg::GenericOp::create(
+        b, TypeRange{init.getType()}, ValueRange{padded, weight},
+        ValueRange{init}, maps, iterators,
+        [&](OpBuilder &nb, Location loc, ValueRange args) {
+          Value input = convertScalar(nb, loc, args[0], f32);
+          Value w = convertScalar(nb, loc, args[1], f32);
+          Value product = arith::MulFOp::create(nb, loc, input, w);
+          Value sum = arith::AddFOp::create(nb, loc, args[2], product);
+          linalg::YieldOp::create(nb, loc, sum);
+        });
+    Value result = conv.getResult(0);
+
+    if (op.getSilu()) {
+      result = tb.map(result, elementType,
+                      [&](OpBuilder &nb, Location loc, ValueRange args) {
+                        Value gate = buildSigmoid(nb, loc, args[0]);
+                        Value y = arith::MulFOp::create(nb, loc, args[0], gate);
+                        return convertScalar(nb, loc, y, elementType);
+                      });
+    } else {
+      result = tb.convert(result, elementType);
+    }
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+/// cross_entropy -> per token the max logit, then `sum exp(z - max)` and the
+/// label's logit in one pass over the vocabulary, then the sum of
+/// `max + log(sumexp) - z[label]` and the count over the valid tokens, and
+/// their quotient (ALGORITHMS.md section 7.2). All in fp32.
+struct CrossEntropyLowering : public OpConversionPattern<CrossEntropyOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(CrossEntropyOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    TensorBuilder tb(b);
+    Value logits = adaptor.getLogits();
+    Value labels = adaptor.getLabels();
+    int64_t rank = tensorTypeOf(logits).getRank();
+    Type f32 = b.getF32Type();
+    Type labelType = tensorTypeOf(labels).getElementType();
+    int64_t ignoreIndex = op.getIgnoreIndex();
+    MLIRContext *ctx = b.getContext();
+
+    // Max over the vocabulary, so that every exponent below is <= 0.
+    Value maxLogit =
+        tb.reduceLast(logits, f32, -std::numeric_limits<double>::infinity(),
+                      [&](OpBuilder &nb, Location loc, ValueRange args) {
+                        Value z = convertScalar(nb, loc, args[0], f32);
+                        return arith::MaximumFOp::create(nb, loc, z, args[1]);
+                      });
+
+    // sum(exp(z - max)) and z[label], both [...].
+    SmallVector<OpFoldResult> tokenSizes = tb.sizesOf(logits);
+    tokenSizes.pop_back();
+    Value sumInit = tb.filled(tokenSizes, f32, 0.0);
+    Value pickedInit = tb.filled(tokenSizes, f32, 0.0);
+    AffineMap tokenMap = leadingDimsMap(ctx, rank);
+    SmallVector<AffineMap> maps = {b.getMultiDimIdentityMap(rank), tokenMap,
+                                   tokenMap, tokenMap, tokenMap};
+    SmallVector<utils::IteratorType> iterators(rank - 1,
+                                               utils::IteratorType::parallel);
+    iterators.push_back(utils::IteratorType::reduction);
+    auto perToken = linalg::GenericOp::create(
+        b, TypeRange{sumInit.getType(), pickedInit.getType()},
+        ValueRange{logits, maxLogit, labels}, ValueRange{sumInit, pickedInit},
+        maps, iterators, [&](OpBuilder &nb, Location loc, ValueRange args) {
+          Value z = convertScalar(nb, loc, args[0], f32);
+          Value shifted = arith::SubFOp::create(nb, loc, z, args[1]);
+          Value exp = math::ExpOp::create(nb, loc, shifted);
+          Value sum = arith::AddFOp::create(nb, loc, args[3], exp);
+          Value column = linalg::IndexOp::create(nb, loc, rank - 1);
+          Value label =
+              arith::IndexCastOp::create(nb, loc, nb.getIndexType(), args[2]);
+          Value isLabel = arith::CmpIOp::create(
+              nb, loc, arith::CmpIPredicate::eq, column, label);
+          Value picked = arith::SelectOp::create(nb, loc, isLabel, z, args[4]);
+          linalg::YieldOp::create(nb, loc, ValueRange{sum, picked});
+        });
+    Value sumExp = perToken.getResult(0);
+    Value picked = perToken.getResult(1);
+
+    // Sum of the valid tokens' losses and their count, as 0-d tensors. A
+    // select (not a multiply by 0) keeps an ignored token's NaN out.
+    int64_t tokenRank = rank - 1;
+    Value lossInit = tb.filled({}, f32, 0.0);
+    Value countInit = tb.filled({}, f32, 0.0);
+    AffineMap identity = b.getMultiDimIdentityMap(tokenRank);
+    AffineMap scalarMap = AffineMap::get(tokenRank, 0, {}, ctx);
+    SmallVector<AffineMap> totalMaps = {identity, identity,  identity,
+                                        identity, scalarMap, scalarMap};
+    SmallVector<utils::IteratorType> totalIterators(
+        tokenRank, utils::IteratorType::reduction);
+    auto total = linalg::GenericOp::create(
+        b, TypeRange{lossInit.getType(), countInit.getType()},
+        ValueRange{maxLogit, sumExp, picked, labels},
+        ValueRange{lossInit, countInit}, totalMaps, totalIterators,
+        [&](OpBuilder &nb, Location loc, ValueRange args) {
+          Value log = math::LogOp::create(nb, loc, args[1]);
+          Value lse = arith::AddFOp::create(nb, loc, args[0], log);
+          Value loss = arith::SubFOp::create(nb, loc, lse, args[2]);
+          Value ignore = arith::ConstantOp::create(
+              nb, loc, nb.getIntegerAttr(labelType, ignoreIndex));
+          Value valid = arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::ne,
+                                              args[3], ignore);
+          Value zero = floatConstant(nb, loc, f32, 0.0);
+          Value one = floatConstant(nb, loc, f32, 1.0);
+          Value term = arith::SelectOp::create(nb, loc, valid, loss, zero);
+          Value counted = arith::SelectOp::create(nb, loc, valid, one, zero);
+          Value lossSum = arith::AddFOp::create(nb, loc, args[4], term);
+          Value count = arith::AddFOp::create(nb, loc, args[5], counted);
+          linalg::YieldOp::create(nb, loc, ValueRange{lossSum, count});
+        });
+
+    // The mean; with no valid token it is 0 / 0 = NaN.
+    Value mean = tb.mapIndexed(
+        {}, total.getResults(),
+        {b.getMultiDimIdentityMap(0), b.getMultiDimIdentityMap(0)}, f32,
+        [](OpBuilder &nb, Location loc, ValueRange args) {
+          return arith::DivFOp::create(nb, loc, args[0], args[1]);
+        });
+    rewriter.replaceOp(op, mean);
+    return success();
+  }
+};
+
+/// embedding -> `result[..., d] = table[tokens[...], d]`, one
+/// `tensor.extract` per element (ALGORITHMS.md section 7.2).
+struct EmbeddingLowering : public OpConversionPattern<EmbeddingOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(EmbeddingOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    TensorBuilder tb(b);
+    Value tokens = adaptor.getTokens();
+    Value table = adaptor.getTable();
+    int64_t rank = tensorTypeOf(tokens).getRank() + 1;
+
+    SmallVector<OpFoldResult> sizes = tb.sizesOf(tokens);
+    sizes.push_back(tb.sizesOf(table)[1]);
+    Value result = tb.mapIndexed(
+        sizes, tokens, leadingDimsMap(b.getContext(), rank),
+        tensorTypeOf(table).getElementType(),
+        [&](OpBuilder &nb, Location loc, ValueRange args) {
+          Value row =
+              arith::IndexCastOp::create(nb, loc, nb.getIndexType(), args[0]);
+          Value column = linalg::IndexOp::create(nb, loc, rank - 1);
+          return tensor::ExtractOp::create(nb, loc, table,
+                                           ValueRange{row, column});
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::moe::populateMoEToLinalgPatterns(RewritePatternSet &patterns) {
+  patterns.add<L2NormLowering, RMSNormLowering, DecayGateLowering,
+               ShortConvLowering, CrossEntropyLowering, EmbeddingLowering>(
+      patterns.getContext());
+}
+
+void mlir::moe::configureMoEToLinalgTarget(ConversionTarget &target) {
+  target.addIllegalOp<L2NormOp, RMSNormOp, DecayGateOp, ShortConvOp,
+                      CrossEntropyOp, EmbeddingOp>();
+}
+
+//===----------------------------------------------------------------------===//
+// Pass
+//===----------------------------------------------------------------------===//
+
+namespace {
+struct ConvertMoEToLinalgPass
+    : public moe::impl::ConvertMoEToLinalgBase<ConvertMoEToLinalgPass> {
+  void runOnOperation() override;
+};
+} // namespace
+
+void ConvertMoEToLinalgPass::runOnOperation() {
+  MLIRContext *ctx = &getContext();
+  // Partial conversion: only the ops the patterns lower are illegal. What
+  // they produce (linalg, arith, math, tensor) and every other op, moe ops
+  // included, stays legal, so moe.kda and the routing ops pass through.
+  ConversionTarget target(*ctx);
+  target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
+  configureMoEToLinalgTarget(target);
+
+  RewritePatternSet patterns(ctx);
+  populateMoEToLinalgPatterns(patterns);
+  if (failed(
+          applyPartialConversion(getOperation(), target, std::move(patterns))))
+    signalPassFailure();
+}

@@ -1,0 +1,266 @@
+//===- TensorBuilder.cpp - Build linalg-on-tensors IR ---------------------===//
+//
+// Part of the moe-mlir project.
+//
+// Implements the linalg/tensor building helpers of TensorBuilder.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "moe/Dialect/MoE/Utils/TensorBuilder.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+
+using namespace mlir;
+using namespace mlir::moe;
+
+//===----------------------------------------------------------------------===//
+// Scalar helpers
+//===----------------------------------------------------------------------===//
+
+RankedTensorType mlir::moe::tensorTypeOf(Value value) {
+  return cast<RankedTensorType>(value.getType());
+}
+
+SmallVector<int64_t> mlir::moe::staticShapeOf(ArrayRef<OpFoldResult> sizes) {
+  SmallVector<int64_t> shape;
+  for (OpFoldResult size : sizes) {
+    std::optional<int64_t> constant = getConstantIntValue(size);
+    shape.push_back(constant ? *constant : ShapedType::kDynamic);
+  }
+  return shape;
+}
+
+Value mlir::moe::convertScalar(OpBuilder &b, Location loc, Value value,
+                               Type type) {
+  Type from = value.getType();
+  if (from == type)
+    return value;
+  if (from.getIntOrFloatBitWidth() < type.getIntOrFloatBitWidth())
+    return arith::ExtFOp::create(b, loc, type, value);
+  return arith::TruncFOp::create(b, loc, type, value);
+}
+
+Value mlir::moe::floatConstant(OpBuilder &b, Location loc, Type type,
+                               double value) {
+  return arith::ConstantOp::create(b, loc, b.getFloatAttr(type, value));
+}
+
+Value mlir::moe::buildSigmoid(OpBuilder &b, Location loc, Value x) {
+  Value one = floatConstant(b, loc, x.getType(), 1.0);
+  Value negated = arith::NegFOp::create(b, loc, x);
+  Value exp = math::ExpOp::create(b, loc, negated);
+  Value denominator = arith::AddFOp::create(b, loc, one, exp);
+  return arith::DivFOp::create(b, loc, one, denominator);
+}
+
+//===----------------------------------------------------------------------===//
+// TensorBuilder
+//===----------------------------------------------------------------------===//
+
+SmallVector<OpFoldResult> TensorBuilder::sizesOf(Value value) {
+  return tensor::getMixedSizes(b, b.getLoc(), value);
+}
+
+Value TensorBuilder::filled(ArrayRef<OpFoldResult> sizes, Type elementType,
+                            double value) {
+  Value scalar = floatConstant(b, b.getLoc(), elementType, value);
+  Value empty = tensor::EmptyOp::create(b, sizes, elementType);
+  return linalg::FillOp::create(b, ValueRange{scalar}, ValueRange{empty})
+      .getResult(0);
+}
+
+Value TensorBuilder::mapIndexed(ArrayRef<OpFoldResult> sizes, ValueRange inputs,
+                                ArrayRef<AffineMap> inputMaps,
+                                Type resultElementType, ScalarFn fn) {
+  int64_t rank = sizes.size();
+  Value init = tensor::EmptyOp::create(b, sizes, resultElementType);
+  SmallVector<AffineMap> maps(inputMaps);
+  maps.push_back(b.getMultiDimIdentityMap(rank));
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::parallel);
+  auto generic = linalg::GenericOp::create(
+      b, TypeRange{init.getType()}, inputs, ValueRange{init}, maps, iterators,
+      [&](OpBuilder &nested, Location loc, ValueRange args) {
+        Value result = fn(nested, loc, args.drop_back());
+        linalg::YieldOp::create(nested, loc, result);
+      });
+  return generic.getResult(0);
+}
+
+Value TensorBuilder::map(ValueRange inputs, Type resultElementType,
+                         ScalarFn fn) {
+  Value like = inputs.front();
+  SmallVector<AffineMap> maps(
+      inputs.size(), b.getMultiDimIdentityMap(tensorTypeOf(like).getRank()));
+  return mapIndexed(sizesOf(like), inputs, maps, resultElementType, fn);
+}
+
+Value TensorBuilder::reduceLast(Value input, Type accType, double init,
+                                ScalarFn fn) {
+  int64_t rank = tensorTypeOf(input).getRank();
+  SmallVector<OpFoldResult> sizes = sizesOf(input);
+  sizes.pop_back();
+  Value acc = filled(sizes, accType, init);
+
+  MLIRContext *ctx = b.getContext();
+  SmallVector<AffineExpr> outputExprs;
+  for (int64_t i = 0; i < rank - 1; ++i)
+    outputExprs.push_back(getAffineDimExpr(i, ctx));
+  SmallVector<AffineMap> maps = {b.getMultiDimIdentityMap(rank),
+                                 AffineMap::get(rank, 0, outputExprs, ctx)};
+  SmallVector<utils::IteratorType> iterators(rank - 1,
+                                             utils::IteratorType::parallel);
+  iterators.push_back(utils::IteratorType::reduction);
+  auto generic = linalg::GenericOp::create(
+      b, TypeRange{acc.getType()}, ValueRange{input}, ValueRange{acc}, maps,
+      iterators, [&](OpBuilder &nested, Location loc, ValueRange args) {
+        linalg::YieldOp::create(nested, loc, fn(nested, loc, args));
+      });
+  return generic.getResult(0);
+}
+
+Value TensorBuilder::convert(Value value, Type elementType) {
+  if (tensorTypeOf(value).getElementType() == elementType)
+    return value;
+  return map(value, elementType,
+             [&](OpBuilder &nested, Location loc, ValueRange args) {
+               return convertScalar(nested, loc, args[0], elementType);
+             });
+}
+
+Value TensorBuilder::sigmoid(Value value) {
+  return map(value, tensorTypeOf(value).getElementType(),
+             [](OpBuilder &nested, Location loc, ValueRange args) {
+               return buildSigmoid(nested, loc, args[0]);
+             });
+}
+
+Value TensorBuilder::multiply(Value lhs, Value rhs) {
+  return map(ValueRange{lhs, rhs}, tensorTypeOf(lhs).getElementType(),
+             [](OpBuilder &nested, Location loc, ValueRange args) {
+               return arith::MulFOp::create(nested, loc, args[0], args[1]);
+             });
+}
+
+Value TensorBuilder::add(Value lhs, Value rhs) {
+  return map(ValueRange{lhs, rhs}, tensorTypeOf(lhs).getElementType(),
+             [](OpBuilder &nested, Location loc, ValueRange args) {
+               return arith::AddFOp::create(nested, loc, args[0], args[1]);
+             });
+}
+
+Value TensorBuilder::project(Value input, Value weight, Type resultElementType,
+                             bool transposed) {
+  RankedTensorType weightType = tensorTypeOf(weight);
+  int64_t width = weightType.getDimSize(transposed ? 0 : 1);
+  int64_t rank = tensorTypeOf(input).getRank();
+  SmallVector<OpFoldResult> sizes = sizesOf(input);
+  sizes.back() = b.getIndexAttr(width);
+
+  Type f32 = b.getF32Type();
+  Value init = filled(sizes, f32, 0.0);
+
+  // Loops: the leading dims of input (rank - 1), then n, then d.
+  unsigned numLoops = rank + 1;
+  MLIRContext *ctx = b.getContext();
+  SmallVector<AffineExpr> inputExprs, outputExprs;
+  for (int64_t i = 0; i < rank - 1; ++i) {
+    inputExprs.push_back(getAffineDimExpr(i, ctx));
+    outputExprs.push_back(getAffineDimExpr(i, ctx));
+  }
+  AffineExpr n = getAffineDimExpr(rank - 1, ctx);
+  AffineExpr k = getAffineDimExpr(rank, ctx);
+  inputExprs.push_back(k);
+  outputExprs.push_back(n);
+  SmallVector<AffineExpr> weightExprs = transposed
+                                            ? SmallVector<AffineExpr>{n, k}
+                                            : SmallVector<AffineExpr>{k, n};
+  SmallVector<AffineMap> maps = {AffineMap::get(numLoops, 0, inputExprs, ctx),
+                                 AffineMap::get(numLoops, 0, weightExprs, ctx),
+                                 AffineMap::get(numLoops, 0, outputExprs, ctx)};
+  SmallVector<utils::IteratorType> iterators(numLoops - 1,
+                                             utils::IteratorType::parallel);
+  iterators.push_back(utils::IteratorType::reduction);
+
+  auto contraction = linalg::GenericOp::create(
+      b, TypeRange{init.getType()}, ValueRange{input, weight}, ValueRange{init},
+      maps, iterators, [&](OpBuilder &nested, Location loc, ValueRange args) {
+        Value lhs = convertScalar(nested, loc, args[0], f32);
+        Value rhs = convertScalar(nested, loc, args[1], f32);
+        Value product = arith::MulFOp::create(nested, loc, lhs, rhs);
+        Value sum = arith::AddFOp::create(nested, loc, args[2], product);
+        linalg::YieldOp::create(nested, loc, sum);
+      });
+  return convert(contraction.getResult(0), resultElementType);
+}
+
+Value TensorBuilder::splitHeads(Value value, int64_t heads, int64_t width) {
+  RankedTensorType type = tensorTypeOf(value);
+  int64_t rank = type.getRank();
+  SmallVector<OpFoldResult> sizes = sizesOf(value);
+  sizes.back() = b.getIndexAttr(heads);
+  sizes.push_back(b.getIndexAttr(width));
+  SmallVector<ReassociationIndices> reassociation;
+  for (int64_t i = 0; i < rank - 1; ++i)
+    reassociation.push_back({i});
+  reassociation.push_back({rank - 1, rank});
+  auto resultType =
+      RankedTensorType::get(staticShapeOf(sizes), type.getElementType());
+  return tensor::ExpandShapeOp::create(b, resultType, value, reassociation,
+                                       sizes);
+}
+
+Value TensorBuilder::mergeHeads(Value value) {
+  int64_t rank = tensorTypeOf(value).getRank();
+  SmallVector<ReassociationIndices> reassociation;
+  for (int64_t i = 0; i < rank - 2; ++i)
+    reassociation.push_back({i});
+  reassociation.push_back({rank - 2, rank - 1});
+  return tensor::CollapseShapeOp::create(b, value, reassociation);
+}
+
+Value TensorBuilder::flattenTokens(Value value) {
+  int64_t rank = tensorTypeOf(value).getRank();
+  if (rank == 2)
+    return value;
+  ReassociationIndices leading;
+  for (int64_t i = 0; i < rank - 1; ++i)
+    leading.push_back(i);
+  return tensor::CollapseShapeOp::create(
+      b, value, ArrayRef<ReassociationIndices>{leading, {rank - 1}});
+}
+
+Value TensorBuilder::unflattenTokens(Value value, Value like) {
+  int64_t rank = tensorTypeOf(like).getRank();
+  if (rank == 2)
+    return value;
+  ReassociationIndices leading;
+  for (int64_t i = 0; i < rank - 1; ++i)
+    leading.push_back(i);
+  return tensor::ExpandShapeOp::create(
+      b, like.getType(), value,
+      ArrayRef<ReassociationIndices>{leading, {rank - 1}}, sizesOf(like));
+}
+
+Value TensorBuilder::sliceLast(Value value, int64_t offset, int64_t size) {
+  int64_t rank = tensorTypeOf(value).getRank();
+  SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
+  offsets.back() = b.getIndexAttr(offset);
+  SmallVector<OpFoldResult> sizes = sizesOf(value);
+  sizes.back() = b.getIndexAttr(size);
+  SmallVector<OpFoldResult> strides(rank, b.getIndexAttr(1));
+  return tensor::ExtractSliceOp::create(b, value, offsets, sizes, strides);
+}
+
+Value TensorBuilder::broadcastHeads(Value value, int64_t heads) {
+  SmallVector<OpFoldResult> sizes = sizesOf(value);
+  sizes.insert(sizes.end() - 1, b.getIndexAttr(heads));
+  Value init =
+      tensor::EmptyOp::create(b, sizes, tensorTypeOf(value).getElementType());
+  return linalg::BroadcastOp::create(b, value, init, ArrayRef<int64_t>{2})
+      ->getResult(0);
+}

@@ -1,0 +1,95 @@
+//===- LowerToCPU.cpp - The moe-lower-to-cpu pipeline ---------------------===//
+//
+// Part of the moe-mlir project.
+//
+// Builds the CPU back end's pipeline: tensor-level IR -> bufferized loops ->
+// LLVM dialect for the host. Only the headers of the passes used are
+// included (mlir/Conversion/Passes.h is slow to compile).
+//
+//===----------------------------------------------------------------------===//
+
+#include "moe/Pipelines/Pipelines.h"
+
+#include "moe/Conversion/Passes.h"
+
+#include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/BufferizationToMemRef/BufferizationToMemRef.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
+#include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/MathToLibm/MathToLibm.h"
+#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
+#include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/Transforms/RequestCWrappers.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+void mlir::moe::addMoEToUpstreamPasses(OpPassManager &pm) {
+  // Passes that lower moe ops to upstream tensor-level IR go here, in order.
+  // Norms, decay gate, short conv, cross-entropy, embedding -> linalg.
+  pm.addPass(createConvertMoEToLinalg());
+}
+
+void mlir::moe::buildLowerToCPUPipeline(OpPassManager &pm,
+                                        const LowerToCPUOptions &options) {
+  // 1. moe -> upstream tensor IR.
+  addMoEToUpstreamPasses(pm);
+
+  // 2. C wrappers. Done before any pass adds library declarations (math to
+  // libm), which must keep their plain C signature.
+  if (options.emitCInterface)
+    pm.addNestedPass<func::FuncOp>(LLVM::createLLVMRequestCWrappersPass());
+
+  // 3. Bufferization. Identity layouts at function boundaries give plain
+  // contiguous descriptors to the caller; every returned buffer is a fresh
+  // allocation owned by the caller (the deallocation pipeline clones a
+  // returned argument or global).
+  pm.addPass(createCanonicalizerPass());
+  bufferization::OneShotBufferizePassOptions bufferizeOptions;
+  bufferizeOptions.bufferizeFunctionBoundaries = true;
+  bufferizeOptions.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferizeOptions));
+  bufferization::buildBufferDeallocationPipeline(pm);
+  pm.addPass(createConvertBufferizationToMemRefPass());
+
+  // 4. Structured ops to loops.
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  pm.addNestedPass<func::FuncOp>(createForallToForLoopPass());
+  pm.addNestedPass<func::FuncOp>(createConvertVectorToSCFPass());
+
+  // 5. Descriptors and control flow.
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+
+  // 6. To the LLVM dialect. exp/log/tanh/... become LLVM intrinsics, which the
+  // code generator turns into libm calls that the JIT resolves in the host
+  // process; math ops without an intrinsic become explicit libm calls.
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass());
+  pm.addPass(createConvertVectorToLLVMPass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createUBToLLVMConversionPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+}

@@ -1,0 +1,54 @@
+//===- Passes.td - moe-mlir test-only passes -------------------*- tablegen -*-===//
+//
+// Part of the moe-mlir project.
+//
+// Declarations of the passes that lit tests use to drive analyses; they are
+// not part of any pipeline.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MOE_TEST_LIB_PASSES_TD
+#define MOE_TEST_LIB_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def TestMoEDecayBounds : Pass<"test-moe-decay-bounds"> {
+  let summary = "Report decay bounds and tile-safety verdicts as remarks";
+  let description = [{
+    Runs the decay-bound analysis (`moe/Analysis/DecayBound.h`) once over the
+    operation it is scheduled on and reports, as remarks:
+
+    * for every `moe.kda`, the bound of its `log_decay` operand;
+    * for every op carrying the discardable attribute `test.decay_probe`, the
+      bound of each of its results (prefixed `result #i: ` when it has
+      several).
+
+    Each remark covers one tile length `c` and one reference row, for every
+    combination of `tile-lengths` and `references`, against the limit of
+    `operand-type`:
+
+    ```
+    decay bound -5; c=16 ref=mid f32: proven (exponent 40 <= limit 87.34, margin 47.34)
+    decay bound -5; c=32 ref=pre f32: not proven (exponent 160 > limit 87.34, margin -72.66)
+    decay bound none; c=16 ref=mid f32: not proven (no lower bound, limit 87.34)
+    ```
+
+    The bound is printed in its shortest round-trip form; exponent, limit and
+    margin with at most two decimals. A dictionary-valued `test.decay_probe`
+    overrides the options for that op with the keys `tile_lengths`
+    (`array<i64>`), `references` (an array of strings) and `operand_type`
+    (a float type), e.g.
+    `{test.decay_probe = {tile_lengths = array<i64: 16, 32>, references = ["mid"], operand_type = bf16}}`.
+    Invalid options or probe attributes are errors. The IR is not changed.
+  }];
+  let options = [
+    ListOption<"tileLengths", "tile-lengths", "int64_t",
+               "Tile lengths c to check, each >= 1 (default: 16)">,
+    ListOption<"references", "references", "std::string",
+               "Reference rows to check: pre, start, mid (default: all three)">,
+    Option<"operandType", "operand-type", "std::string", /*default=*/"\"f32\"",
+           "Element type of the GEMM operands: f16, bf16, tf32, f32 or f64">
+  ];
+}
+
+#endif // MOE_TEST_LIB_PASSES_TD

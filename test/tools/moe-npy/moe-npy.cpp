@@ -1,0 +1,308 @@
+//===- moe-npy.cpp - Make, compare and inspect .npy files for tests -------===//
+//
+// Part of the moe-mlir project.
+//
+// The lit tests' .npy helper: `random` writes seeded, deterministic inputs;
+// `compare` checks a result against a reference with a relative tolerance;
+// `print` and `stats` show an array (stats counts non-finite values, for
+// tests that expect them). Links only the project's .npy support library.
+//
+//===----------------------------------------------------------------------===//
+
+#include "moe/Support/Npy.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace llvm;
+namespace npy = mlir::moe::npy;
+
+//===----------------------------------------------------------------------===//
+// Command line
+//===----------------------------------------------------------------------===//
+
+static cl::SubCommand
+    randomCmd("random",
+              "write a seeded uniform random array: random OUT.npy "
+              "--shape=2,3,4 [--seed=N] [--low=-1 --high=1] [--dtype=f32]");
+static cl::SubCommand
+    compareCmd("compare",
+               "compare A (result) with B (reference): compare A.npy B.npy "
+               "[--rtol=1e-5]; the error is max|a-b| / max|b|");
+static cl::SubCommand printCmd("print",
+                               "print the shape, dtype and first values: "
+                               "print A.npy [--count=8]");
+static cl::SubCommand statsCmd("stats", "print shape, dtype, min, max and "
+                                        "non-finite counts: stats A.npy");
+
+static cl::list<std::string> paths(cl::Positional, cl::desc("<file.npy>..."),
+                                   cl::sub(randomCmd), cl::sub(compareCmd),
+                                   cl::sub(printCmd), cl::sub(statsCmd));
+
+static cl::opt<std::string>
+    shapeOpt("shape",
+             cl::desc("comma-separated dimensions; empty for a scalar"),
+             cl::value_desc("d0,d1,..."), cl::sub(randomCmd));
+static cl::opt<uint64_t> seed("seed", cl::init(0),
+                              cl::desc("seed of std::mt19937_64"),
+                              cl::sub(randomCmd));
+static cl::opt<double> low("low", cl::init(-1.0),
+                           cl::desc("lower bound (inclusive)"),
+                           cl::sub(randomCmd));
+static cl::opt<double> high("high", cl::init(1.0),
+                            cl::desc("upper bound (exclusive for floats, "
+                                     "inclusive for integers)"),
+                            cl::sub(randomCmd));
+static cl::opt<std::string> dtypeOpt("dtype", cl::init("f32"),
+                                     cl::desc("f32, f64, f16, i32 or i64"),
+                                     cl::sub(randomCmd));
+static cl::opt<double>
+    rtol("rtol", cl::init(1e-5),
+         cl::desc("largest accepted max|a-b| / max|b| (max|a-b| when b is "
+                  "all zeros)"),
+         cl::sub(compareCmd));
+static cl::opt<unsigned> printCount("count", cl::init(8),
+                                    cl::desc("number of values to print"),
+                                    cl::sub(printCmd));
+
+static constexpr const char *kOverview =
+    R"(moe-npy: make, compare and inspect .npy files in tests
+
+  moe-npy random OUT.npy --shape=2,3,4 [--seed=N] [--low=-1 --high=1]
+                         [--dtype=f32|f64|f16|i32|i64]
+  moe-npy compare A.npy B.npy [--rtol=1e-5]
+  moe-npy print A.npy [--count=8]
+  moe-npy stats A.npy
+
+random: floats are low + (high - low) * u with u = (x >> 11) * 2^-53 for
+  successive draws x of std::mt19937_64(seed), so files are identical on every
+  platform; integers are low + x mod (high - low + 1).
+compare: B is the reference. It prints "max relative error E" where
+  E = max|a - b| / max|b| over all elements (max|a - b| if b is all zeros), and
+  exits 1 if E > rtol, if the shapes differ, or if either file holds a NaN or
+  an infinity.
+)";
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+static ExitOnError exitOnErr;
+
+static Error makeError(const Twine &message) {
+  return createStringError(inconvertibleErrorCode(), message);
+}
+
+static void expectPaths(size_t n, StringRef usage) {
+  if (paths.size() != n)
+    exitOnErr(makeError("expected " + Twine(n) + " file" + (n == 1 ? "" : "s") +
+                        " (" + usage + "), found " + Twine(paths.size())));
+}
+
+/// Formats a double compactly (%g with 6 significant digits).
+static std::string fmt(double v) {
+  std::string s;
+  raw_string_ostream os(s);
+  os << format("%g", v);
+  return s;
+}
+
+/// The multi-index of flat element `i` of `shape`.
+static std::vector<int64_t> unflatten(int64_t i, ArrayRef<int64_t> shape) {
+  std::vector<int64_t> index(shape.size());
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+    index[d] = shape[d] ? i % shape[d] : 0;
+    i = shape[d] ? i / shape[d] : 0;
+  }
+  return index;
+}
+
+namespace {
+struct Stats {
+  int64_t nan = 0, posInf = 0, negInf = 0, finite = 0;
+  double min = INFINITY, max = -INFINITY;
+  int64_t nonFinite() const { return nan + posInf + negInf; }
+};
+} // namespace
+
+static Stats computeStats(ArrayRef<double> values) {
+  Stats s;
+  for (double v : values) {
+    if (std::isnan(v)) {
+      ++s.nan;
+    } else if (std::isinf(v)) {
+      ++(v > 0 ? s.posInf : s.negInf);
+    } else {
+      ++s.finite;
+      s.min = std::min(s.min, v);
+      s.max = std::max(s.max, v);
+    }
+  }
+  return s;
+}
+
+//===----------------------------------------------------------------------===//
+// Subcommands
+//===----------------------------------------------------------------------===//
+
+static int runRandom() {
+  expectPaths(1, "random OUT.npy --shape=...");
+  if (shapeOpt.getNumOccurrences() == 0)
+    exitOnErr(makeError("random: missing --shape=d0,d1,..."));
+  std::vector<int64_t> shape;
+  SmallVector<StringRef> parts;
+  StringRef(shapeOpt).split(parts, ',', /*MaxSplit=*/-1, /*KeepEmpty=*/false);
+  for (StringRef part : parts) {
+    int64_t d;
+    if (part.trim().getAsInteger(10, d) || d < 0)
+      exitOnErr(makeError("random: bad --shape '" + shapeOpt +
+                          "': dimensions are non-negative integers"));
+    shape.push_back(d);
+  }
+  std::optional<npy::DType> dtype = npy::parseDTypeName(dtypeOpt);
+  if (!dtype)
+    exitOnErr(makeError("random: unknown --dtype '" + dtypeOpt +
+                        "' (expected f32, f64, f16, i32 or i64)"));
+  if (!(low <= high))
+    exitOnErr(makeError("random: --low (" + fmt(low) +
+                        ") must not exceed --high (" + fmt(high) + ")"));
+
+  std::mt19937_64 gen(seed);
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  npy::Array array;
+  if (npy::isFloat(*dtype)) {
+    std::vector<double> values(n);
+    for (double &v : values)
+      v = low + (high - low) * (static_cast<double>(gen() >> 11) * 0x1.0p-53);
+    array = npy::Array::fromF64(shape, values).convertTo(*dtype);
+  } else {
+    if (low != std::floor(low) || high != std::floor(high))
+      exitOnErr(makeError("random: --low and --high must be integers for " +
+                          dtypeOpt));
+    auto lo = static_cast<int64_t>(low), hi = static_cast<int64_t>(high);
+    uint64_t range = static_cast<uint64_t>(hi - lo) + 1;
+    std::vector<int64_t> values(n);
+    for (int64_t &v : values)
+      v = lo + static_cast<int64_t>(range ? gen() % range : gen());
+    array = npy::Array::fromI64(shape, values).convertTo(*dtype);
+  }
+  exitOnErr(npy::writeFile(paths[0], array));
+  return 0;
+}
+
+static int runCompare() {
+  expectPaths(2, "compare A.npy B.npy");
+  npy::Array a = exitOnErr(npy::readFile(paths[0]));
+  npy::Array b = exitOnErr(npy::readFile(paths[1]));
+  if (a.shape != b.shape) {
+    errs() << "moe-npy: shapes differ: " << paths[0] << " is "
+           << npy::formatShape(a.shape) << ", " << paths[1] << " is "
+           << npy::formatShape(b.shape) << "\n";
+    return 1;
+  }
+  std::vector<double> av = a.toF64(), bv = b.toF64();
+  Stats as = computeStats(av), bs = computeStats(bv);
+  bool failed = false;
+  for (auto [path, s] : {std::pair(paths[0], as), std::pair(paths[1], bs)}) {
+    if (s.nonFinite()) {
+      errs() << "moe-npy: " << path << " has " << s.nonFinite()
+             << " non-finite values (nan " << s.nan << ", +inf " << s.posInf
+             << ", -inf " << s.negInf << ")\n";
+      failed = true;
+    }
+  }
+  if (failed)
+    return 1;
+
+  double maxDiff = 0, maxRef = 0;
+  int64_t worst = 0;
+  for (size_t i = 0; i < av.size(); ++i) {
+    double diff = std::fabs(av[i] - bv[i]);
+    if (diff > maxDiff) {
+      maxDiff = diff;
+      worst = i;
+    }
+    maxRef = std::max(maxRef, std::fabs(bv[i]));
+  }
+  double error = maxRef > 0 ? maxDiff / maxRef : maxDiff;
+  outs() << "max relative error " << fmt(error) << " (max |a-b| "
+         << fmt(maxDiff);
+  if (maxDiff > 0)
+    outs() << " at " << npy::formatShape(unflatten(worst, a.shape)) << ": "
+           << fmt(av[worst]) << " vs " << fmt(bv[worst]);
+  outs() << ", max |b| " << fmt(maxRef) << ", " << av.size() << " elements)\n";
+  if (error > rtol) {
+    errs() << "moe-npy: max relative error " << fmt(error)
+           << " exceeds --rtol=" << fmt(rtol) << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+static int runPrint() {
+  expectPaths(1, "print A.npy");
+  npy::Array a = exitOnErr(npy::readFile(paths[0]));
+  outs() << "shape " << npy::formatShape(a.shape) << " dtype "
+         << npy::getDTypeName(a.dtype) << "\n";
+  int64_t n = std::min<int64_t>(a.numElements(), printCount);
+  outs() << "values [";
+  if (npy::isFloat(a.dtype)) {
+    std::vector<double> v = a.toF64();
+    for (int64_t i = 0; i < n; ++i)
+      outs() << (i ? ", " : "") << fmt(v[i]);
+  } else {
+    std::vector<int64_t> v = a.toI64();
+    for (int64_t i = 0; i < n; ++i)
+      outs() << (i ? ", " : "") << v[i];
+  }
+  if (n < a.numElements())
+    outs() << ", ... (" << a.numElements() - n << " more)";
+  outs() << "]\n";
+  return 0;
+}
+
+static int runStats() {
+  expectPaths(1, "stats A.npy");
+  npy::Array a = exitOnErr(npy::readFile(paths[0]));
+  Stats s = computeStats(a.toF64());
+  outs() << "shape: " << npy::formatShape(a.shape) << "\n"
+         << "dtype: " << npy::getDTypeName(a.dtype) << "\n"
+         << "count: " << a.numElements() << "\n";
+  if (s.finite) {
+    outs() << "min: " << fmt(s.min) << "\n"
+           << "max: " << fmt(s.max) << "\n";
+  } else {
+    outs() << "min: none\nmax: none\n";
+  }
+  outs() << "non-finite: " << s.nonFinite() << " (nan " << s.nan << ", +inf "
+         << s.posInf << ", -inf " << s.negInf << ")\n";
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  exitOnErr.setBanner("moe-npy: error: ");
+  cl::ParseCommandLineOptions(argc, argv, kOverview);
+  if (randomCmd)
+    return runRandom();
+  if (compareCmd)
+    return runCompare();
+  if (printCmd)
+    return runPrint();
+  if (statsCmd)
+    return runStats();
+  errs() << "moe-npy: error: expected a subcommand: random, compare, print "
+            "or stats (see --help)\n";
+  return 1;
+}
