@@ -236,15 +236,17 @@ static DecayBound boundOrUnbounded(std::optional<double> bound) {
   return bound ? DecayBound::bounded(*bound) : DecayBound::unbounded();
 }
 
-/// The smallest and largest element of a float constant whose elements are
-/// all finite, positive and exactly representable as doubles.
 namespace {
+/// The range of the elements of a positive constant.
 struct PositiveRange {
   double min;
   double max;
 };
 } // namespace
 
+/// The smallest and largest element of a float constant (scalar or dense)
+/// whose elements are all finite, positive and exact as doubles; nullopt for
+/// anything else.
 static std::optional<PositiveRange> getPositiveRange(Attribute attr) {
   auto toPositive = [](APFloat value) -> std::optional<double> {
     bool losesInfo = false;

@@ -35,11 +35,15 @@
 #include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
+#include "moe/Dialect/MoE/Transforms/Passes.h"
 
 using namespace mlir;
 
 void mlir::moe::addMoEToUpstreamPasses(OpPassManager &pm) {
   // Passes that lower moe ops to upstream tensor-level IR go here, in order.
+  // KDA is tiled first: the decay-bound analysis reads moe.decay_gate, which
+  // the conversion below lowers away.
+  pm.addPass(createMoETileLinearAttention());
   // Norms, decay gate, short conv, cross-entropy, embedding -> linalg.
   pm.addPass(createConvertMoEToLinalg());
 }
@@ -61,6 +65,8 @@ void mlir::moe::buildLowerToCPUPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
   bufferization::OneShotBufferizePassOptions bufferizeOptions;
   bufferizeOptions.bufferizeFunctionBoundaries = true;
+  // Chunk loops carry a state that each iteration computes afresh.
+  bufferizeOptions.allowReturnAllocsFromLoops = true;
   bufferizeOptions.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferizeOptions));

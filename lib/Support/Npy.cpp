@@ -429,8 +429,9 @@ llvm::Expected<Array> mlir::moe::npy::parse(StringRef contents,
   if (contents.size() < kMagicSize + 2 ||
       !contents.starts_with(StringRef(kMagic, kMagicSize)))
     return makeError(name, "not a .npy file (bad magic)");
-  uint8_t major = contents[kMagicSize];
-  uint8_t minor = contents[kMagicSize + 1];
+  // Twine prints unsigned char as a character: keep these as `unsigned`.
+  unsigned major = static_cast<uint8_t>(contents[kMagicSize]);
+  unsigned minor = static_cast<uint8_t>(contents[kMagicSize + 1]);
   size_t lenSize;
   if (major == 1)
     lenSize = 2;

@@ -459,13 +459,23 @@ static npy::Array readResult(const int64_t *desc, const TensorSpec &spec) {
 // Calling the JIT-compiled function
 //===----------------------------------------------------------------------===//
 
-/// Name of the function being called, for the crash handler.
-static char crashMessage[512];
+/// The two halves of the crash message (around the signal's name), set
+/// before the call because the handler may not allocate.
+static char crashPrefix[256];
+static constexpr const char *kCrashSuffix =
+    "); check that the dynamic dimensions of the inputs agree\n";
 
-extern "C" void handleCrashSignal(int) {
+extern "C" void handleCrashSignal(int signal) {
   // Only async-signal-safe calls here.
-  ssize_t unused = write(STDERR_FILENO, crashMessage, strlen(crashMessage));
-  (void)unused;
+  const char *signalName = signal == SIGSEGV  ? "SIGSEGV"
+                           : signal == SIGBUS ? "SIGBUS"
+                           : signal == SIGFPE ? "SIGFPE"
+                                              : "SIGILL";
+  for (const char *part :
+       {static_cast<const char *>(crashPrefix), signalName, kCrashSuffix}) {
+    ssize_t unused = write(STDERR_FILENO, part, strlen(part));
+    (void)unused;
+  }
   _exit(1);
 }
 
@@ -492,9 +502,7 @@ static llvm::Error invoke(ExecutionEngine &engine, llvm::StringRef name,
 
   // A crash inside compiled code (for example dynamic sizes that disagree
   // between arguments) is reported as one line and exit status 1.
-  snprintf(crashMessage, sizeof(crashMessage),
-           "moe-run: error: @%s crashed while running (signal); check that "
-           "the dynamic dimensions of the inputs agree\n",
+  snprintf(crashPrefix, sizeof(crashPrefix), "moe-run: error: @%s crashed (",
            name.str().c_str());
   struct sigaction action = {}, old[4];
   action.sa_handler = handleCrashSignal;
@@ -562,10 +570,10 @@ static llvm::Error run() {
   if (!func) {
     std::string available;
     for (auto f : module->getOps<func::FuncOp>())
-      if (!f.isExternal())
+      if (!f.isExternal() && f.isPublic())
         available += (available.empty() ? "@" : ", @") + f.getSymName().str();
     return makeError("no function @" + name + " in " + inputFilename +
-                     (available.empty() ? " (it defines no function)"
+                     (available.empty() ? " (it defines no public function)"
                                         : " (available: " + available + ")"));
   }
   SmallVector<TensorSpec> argSpecs, resultSpecs;

@@ -117,6 +117,14 @@ static std::string fmt(double v) {
   return s;
 }
 
+/// Formats a double with enough digits to tell f32 neighbours apart.
+static std::string fmtExact(double v) {
+  std::string s;
+  raw_string_ostream os(s);
+  os << format("%.9g", v);
+  return s;
+}
+
 /// The multi-index of flat element `i` of `shape`.
 static std::vector<int64_t> unflatten(int64_t i, ArrayRef<int64_t> shape) {
   std::vector<int64_t> index(shape.size());
@@ -241,7 +249,7 @@ static int runCompare() {
          << fmt(maxDiff);
   if (maxDiff > 0)
     outs() << " at " << npy::formatShape(unflatten(worst, a.shape)) << ": "
-           << fmt(av[worst]) << " vs " << fmt(bv[worst]);
+           << fmtExact(av[worst]) << " vs " << fmtExact(bv[worst]);
   outs() << ", max |b| " << fmt(maxRef) << ", " << av.size() << " elements)\n";
   if (error > rtol) {
     errs() << "moe-npy: max relative error " << fmt(error)

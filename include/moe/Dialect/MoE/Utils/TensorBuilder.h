@@ -4,7 +4,8 @@
 //
 // Helpers that build element-wise maps, reductions over the last dimension,
 // contractions and reshapes as linalg/tensor ops on (possibly dynamically
-// shaped) tensors. Shared by -moe-decompose and -convert-moe-to-linalg.
+// shaped) tensors. Shared by the moe passes and conversions (-moe-decompose,
+// -moe-tile-linear-attention, -convert-moe-to-linalg).
 //
 //===----------------------------------------------------------------------===//
 
