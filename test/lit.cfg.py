@@ -2,6 +2,7 @@
 # lit configuration of the moe-mlir regression tests (check-moe).
 
 import os
+import subprocess
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -41,3 +42,16 @@ if os.path.exists(os.path.join(cuda_home, "bin", "ptxas")):
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", os.path.join(cuda_home, "bin", "ptxas")))
     config.environment["CUDA_HOME"] = cuda_home
+
+# `cuda-device`: a CUDA GPU is visible (nvidia-smi lists one). Tests that run
+# on the GPU say `REQUIRES: cuda-device` and are UNSUPPORTED without it.
+def _has_cuda_device():
+    try:
+        listing = subprocess.run(["nvidia-smi", "-L"], capture_output=True,
+                                 text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return listing.returncode == 0 and "GPU " in listing.stdout
+
+if _has_cuda_device():
+    config.available_features.add("cuda-device")

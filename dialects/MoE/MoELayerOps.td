@@ -231,6 +231,16 @@ def MoE_MoEFFNOp : MoE_Op<"moe_ffn", [Pure, AttrSizedOperandSegments,
     and `next_bias: [E] x f32`, the selection bias the balancer computes from
     this batch for the next step. The shared expert is optional.
 
+    The tokens are flattened to `N = prod(leading dims)` rows, and the
+    routing is exactly that of `moe.route` (which this op decomposes into,
+    with `moe.dispatch`, `moe.expert_ffn`, `moe.combine` and `moe.glu_ffn`):
+    `top_k` ranks `s + router_bias` with ties to the lower expert index,
+    `w` adds `1e-20` to the sum of the selected scores, and
+    `#moe.quantile_balance<exact>` takes, per expert, the midpoint of the
+    q-th and (q+1)-th smallest `r = cut - s` (`cut` the (k+1)-th largest
+    biased score of the token, `q = round(N k / E)` clamped to `[1, N]`),
+    centred to zero mean (QB_REF of ALGORITHMS.md section 4.5).
+
     Example:
 
     ```mlir

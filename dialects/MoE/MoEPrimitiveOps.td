@@ -215,20 +215,43 @@ def MoE_RouteOp : MoE_Op<"route", [Pure]> {
   let summary = "Sigmoid top-k routing with load counts and the balancer update";
   let description = [{
     For `input: [N, d]`, `w_router: [E, d]` and the selection bias
-    `bias: [E]` (ALGORITHMS.md sections 4.1-4.3):
+    `bias: [E]` (ALGORITHMS.md sections 4.1-4.3), with `k =
+    routing.top_k`, all in fp32 (the contraction accumulates in fp32):
 
     ```
-    s = sigmoid(input w_router^T)              fp32
-    indices = top_k(s + bias)                  [N, k], ties to the lower index
-    weights = s[indices] / sum(s[indices]) * routing.scaling     [N, k]
-    load[j] = |{(n, i) : indices[n, i] = j}|   [E] x i64
-    next_bias = routing.balance(s, bias)       [E] x f32
+    s = sigmoid(input w_router^T)              [N, E]
+    z = s + bias                               [N, E], selection only
+    rank[n, j] = |{j' : z[n, j'] > z[n, j] or (z[n, j'] = z[n, j] and j' < j)}|
+    indices[n, i] = the j with rank[n, j] = i, for i < k
+    weights[n, i] = s[n, indices[n, i]] / (sum_i' s[n, indices[n, i']] + 1e-20)
+                    * routing.scaling          [N, k]
+    load[j] = |{n : rank[n, j] < k}|           [E] x i64
+    next_bias = routing.balance(s, z, bias)    [E] x f32
     ```
 
-    With `#moe.quantile_balance`, `next_bias` is the centred k/E-quantile of
-    `cut_n - s[n, j]`, where `cut_n` is the (k+1)-th largest biased score of
-    token `n`; with `#moe.sign_bias`, `next_bias = bias + rate *
-    sign(N k / E - load)`.
+    So `indices` lists each token's top-k experts by decreasing `z`, equal
+    values going to the lower expert index first.
+
+    `#moe.quantile_balance` (section 4.3, `k < E`): with `cut[n] = z[n, j]`
+    for `rank[n, j] = k` (the (k+1)-th largest biased score),
+    `r[n, j] = cut[n] - s[n, j]` (the bias expert `j` would need to win
+    token `n`) and `r_(1) <= ... <= r_(N)` the sorted `r[:, j]`:
+
+    * `exact` (QB_REF of section 4.5): `q = round(N k / E)` (halves round
+      up), and `b'_j = (r_(lo) + r_(hi)) / 2` with `lo = max(q, 1)` and
+      `hi = min(q + 1, N)`: the midpoint of the q-th and (q+1)-th smallest,
+      so that exactly q tokens have `r < b'_j`;
+    * `histogram` with `bins`: `c_m` counts the `r[:, j]` in bin
+      `m = clamp(floor((r - L) / w), 0, bins - 1)` with `L = min(bias) - 1`
+      and `w = (max(bias) + 1 - L) / bins`; with `C_m = c_0 + ... + c_m`
+      and `m` the first bin with `C_m >= N k / E` (the last bin at the
+      latest), `b'_j = L + (m + (N k / E - C_{m-1}) / c_m) w`;
+
+    then `next_bias = b' - mean(b')`. An empty batch (`N = 0`) gives
+    `bias - mean(bias)`.
+
+    `#moe.sign_bias`: `next_bias = bias + rate * sign(N k / E - load)`,
+    with `sign(0) = 0`.
 
     Example:
 
@@ -266,7 +289,9 @@ def MoE_DispatchOp : MoE_Op<"dispatch", [Pure]> {
   let summary = "Groups token-slots by expert";
   let description = [{
     Sorts the `N * k` (token, slot) pairs of `indices: [N, k]` by expert,
-    stably, and gathers the token rows of `input: [N, d]` in that order:
+    stably (within an expert, by `n * k + i`), and gathers the token rows of
+    `input: [N, d]` in that order; every index must lie in
+    `[0, num_experts)`:
 
     ```
     permuted[m] = input[source_slot[m] / k]    [N*k, d]
@@ -312,7 +337,10 @@ def MoE_ExpertFFNOp : MoE_Op<"expert_ffn", [Pure,
     For each expert `j`, rows `expert_offsets[j] .. expert_offsets[j+1]` of
     `input: [M, d]` go through
     `act(x W_gate[j], x W_up[j]) W_down[j]` with `W_gate, W_up: [E, d, F]`
-    and `W_down: [E, F, d]`: one grouped GEMM per projection.
+    and `W_down: [E, F, d]`: one grouped GEMM per projection. The offsets
+    are non-decreasing, start at 0 and end at `M`; the contractions and the
+    activation (`#moe.activation`, ALGORITHMS.md sections 6 and 7.1) are
+    computed in fp32 and the result is converted to the input's type.
 
     Example:
 

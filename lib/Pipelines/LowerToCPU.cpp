@@ -41,11 +41,31 @@ using namespace mlir;
 
 void mlir::moe::addMoEToUpstreamPasses(OpPassManager &pm) {
   // Passes that lower moe ops to upstream tensor-level IR go here, in order.
+  // Layer ops (moe.moe_ffn, ...) become primitive ops first.
+  pm.addPass(createMoEDecompose());
+  // Routing, dispatch, grouped experts and combine -> fused tile IR.
+  pm.addPass(createMoEFuseRouting());
   // KDA is tiled first: the decay-bound analysis reads moe.decay_gate, which
   // the conversion below lowers away.
   pm.addPass(createMoETileLinearAttention());
-  // Norms, decay gate, short conv, cross-entropy, embedding -> linalg.
+  // MLA attention -> the causal online-softmax forward on tiles.
+  pm.addPass(createMoETileAttention());
+  // Norms, decay gate, short conv, cross-entropy, embedding, dense gated
+  // FFN (the shared expert) -> linalg.
   pm.addPass(createConvertMoEToLinalg());
+}
+
+void mlir::moe::addBufferizationPasses(OpPassManager &pm) {
+  pm.addPass(createCanonicalizerPass());
+  bufferization::OneShotBufferizePassOptions bufferizeOptions;
+  bufferizeOptions.bufferizeFunctionBoundaries = true;
+  // Chunk loops carry a state that each iteration computes afresh.
+  bufferizeOptions.allowReturnAllocsFromLoops = true;
+  bufferizeOptions.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferizeOptions));
+  bufferization::buildBufferDeallocationPipeline(pm);
+  pm.addPass(createConvertBufferizationToMemRefPass());
 }
 
 void mlir::moe::buildLowerToCPUPipeline(OpPassManager &pm,
@@ -62,16 +82,7 @@ void mlir::moe::buildLowerToCPUPipeline(OpPassManager &pm,
   // contiguous descriptors to the caller; every returned buffer is a fresh
   // allocation owned by the caller (the deallocation pipeline clones a
   // returned argument or global).
-  pm.addPass(createCanonicalizerPass());
-  bufferization::OneShotBufferizePassOptions bufferizeOptions;
-  bufferizeOptions.bufferizeFunctionBoundaries = true;
-  // Chunk loops carry a state that each iteration computes afresh.
-  bufferizeOptions.allowReturnAllocsFromLoops = true;
-  bufferizeOptions.functionBoundaryTypeConversion =
-      bufferization::LayoutMapOption::IdentityLayoutMap;
-  pm.addPass(bufferization::createOneShotBufferizePass(bufferizeOptions));
-  bufferization::buildBufferDeallocationPipeline(pm);
-  pm.addPass(createConvertBufferizationToMemRefPass());
+  addBufferizationPasses(pm);
 
   // 4. Structured ops to loops.
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());

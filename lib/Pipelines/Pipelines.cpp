@@ -21,4 +21,12 @@ void mlir::moe::registerMoEPipelines() {
       "bufferization, buffer deallocation, loops, LLVM conversion, C "
       "interfaces for every function",
       buildLowerToCPUPipeline);
+  PassPipelineRegistration<LowerToNVVMOptions>(
+      "moe-lower-to-nvvm",
+      "Lower tensor-level IR (moe ops included) to the LLVM dialect for the "
+      "host plus GPU kernels serialized to PTX (or cubin) for sm_90: every "
+      "scf.forall of the tiled IR becomes a kernel over its iterations; the "
+      "host calls the mgpu* ABI of moert's MLIR adapter. Set CUDA_HOME (or "
+      "put ptxas on PATH) so that libdevice is linked",
+      buildLowerToNVVMPipeline);
 }

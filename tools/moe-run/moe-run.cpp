@@ -24,12 +24,16 @@
 #include "mlir/InitAllExtensions.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/DynamicLibrary.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -89,7 +93,7 @@ static cl::opt<bool>
 static constexpr const char *kOverview =
     R"(moe-run: run one function of an MLIR module on .npy inputs
 
-  moe-run FILE.mlir --entry=NAME [--target=cpu] -i a.npy -i b.npy ... -o DIR
+  moe-run FILE.mlir --entry=NAME [--target=cpu|cuda] -i a.npy -i b.npy ... -o DIR
 
 The function's arguments and results must be ranked tensors of f32, f16, bf16,
 f64, i32, i64 or index. Floating-point arguments take f16/f32/f64 .npy arrays
@@ -100,6 +104,11 @@ Results are written as DIR/result0.npy, DIR/result1.npy, ...: float32 for
 f32/f16/bf16, float64 for f64, int64 for integers. Inputs, arguments,
 results and dimensions are numbered from 0. Every error is one line on
 stderr and exit status 1.
+
+--target=cuda lowers with moe-lower-to-nvvm (PTX for sm_90, loaded through
+the driver JIT) and runs the kernels through libmoert_mlir.so; it needs a
+CUDA driver and GPU, and CUDA_HOME (default /usr/local/cuda) for libdevice.
+Argument and result buffers then live in memory shared by host and device.
 )";
 
 //===----------------------------------------------------------------------===//
@@ -268,13 +277,24 @@ static llvm::Error checkSignature(func::FuncOp func,
 //===----------------------------------------------------------------------===//
 
 namespace {
-/// A buffer with 64-byte alignment, freed with `free` (never null).
+/// Where argument buffers live and how returned buffers are freed: host
+/// memory for the CPU, memory shared by host and device for CUDA (set from
+/// moert's MLIR adapter once it is loaded).
+struct BufferAllocator {
+  void *(*allocate)(size_t size) = [](size_t size) -> void * {
+    size_t rounded = std::max<size_t>(64, (size + 63) / 64 * 64);
+    return std::aligned_alloc(64, rounded);
+  };
+  void (*release)(void *ptr) = [](void *ptr) { std::free(ptr); };
+};
+BufferAllocator bufferAllocator;
+
+/// A buffer from `bufferAllocator` (at least 64-byte aligned).
 struct AlignedBuffer {
   explicit AlignedBuffer(size_t size) {
-    size_t rounded = std::max<size_t>(64, (size + 63) / 64 * 64);
-    data = static_cast<char *>(std::aligned_alloc(64, rounded));
+    data = static_cast<char *>(bufferAllocator.allocate(size));
   }
-  ~AlignedBuffer() { std::free(data); }
+  ~AlignedBuffer() { bufferAllocator.release(data); }
   AlignedBuffer(const AlignedBuffer &) = delete;
   AlignedBuffer &operator=(const AlignedBuffer &) = delete;
   char *data = nullptr;
@@ -525,11 +545,58 @@ static llvm::Error invoke(ExecutionEngine &engine, llvm::StringRef name,
 #define MOE_MLIR_C_RUNNER_UTILS "/usr/lib/llvm-22/lib/libmlir_c_runner_utils.so"
 #endif
 
+/// Path of moert's adapter for MLIR's mgpu* host ABI (set by CMake when the
+/// CUDA toolkit is present).
+#ifndef MOE_MOERT_MLIR_LIB
+#define MOE_MOERT_MLIR_LIB ""
+#endif
+
+/// The adapter's error query, once loaded.
+static const char *(*adapterGetError)() = nullptr;
+
+/// Loads moert's MLIR adapter, which JIT-compiled host code calls, and
+/// switches argument buffers to host-shared memory.
+static llvm::Error loadCudaAdapter() {
+  std::string path = MOE_MOERT_MLIR_LIB;
+  if (path.empty())
+    return makeError("--target=cuda: this moe-run was built without the CUDA "
+                     "toolkit (no libmoert_mlir.so)");
+  std::string message;
+  if (llvm::sys::DynamicLibrary::LoadLibraryPermanently(path.c_str(), &message))
+    return makeError("--target=cuda: cannot load " + path + ": " + message);
+  auto lookup = [](const char *symbol) {
+    return llvm::sys::DynamicLibrary::SearchForAddressOfSymbol(symbol);
+  };
+  void *allocShared = lookup("moertMlirAllocShared");
+  void *release = lookup("moertMlirFree");
+  adapterGetError =
+      reinterpret_cast<const char *(*)()>(lookup("moertMlirGetError"));
+  if (!allocShared || !release || !adapterGetError)
+    return makeError("--target=cuda: " + path + " lacks the moertMlir* API");
+  using AllocFn = void *(*)(unsigned long long);
+  static AllocFn alloc = reinterpret_cast<AllocFn>(allocShared);
+  bufferAllocator.allocate = [](size_t size) { return alloc(size); };
+  bufferAllocator.release = reinterpret_cast<void (*)(void *)>(release);
+  // libdevice (exp, log, ...) is found through CUDA_HOME.
+  if (!std::getenv("CUDA_HOME") &&
+      llvm::sys::fs::exists("/usr/local/cuda/nvvm/libdevice"))
+    setenv("CUDA_HOME", "/usr/local/cuda", /*overwrite=*/0);
+  return llvm::Error::success();
+}
+
+/// The adapter's recorded failure, as an error.
+static llvm::Error checkCudaAdapter(llvm::StringRef when) {
+  if (!adapterGetError)
+    return llvm::Error::success();
+  const char *error = adapterGetError();
+  if (!error || !*error)
+    return llvm::Error::success();
+  return makeError(("CUDA failure " + when + ": " + error).str());
+}
+
 static llvm::Error run() {
-  if (targetName == "cuda")
-    return makeError("--target=cuda is not available yet (the CUDA runner is "
-                     "a separate issue); use --target=cpu");
-  if (targetName != "cpu")
+  bool cuda = targetName == "cuda";
+  if (targetName != "cpu" && !cuda)
     return makeError("unknown target '" + targetName +
                      "' (expected 'cpu' or 'cuda')");
   if (inputFilename.empty())
@@ -549,6 +616,13 @@ static llvm::Error run() {
   moe::registerAllDialects(registry);
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
+  if (cuda) {
+    registerGPUDialectTranslation(registry);
+    registerNVVMDialectTranslation(registry);
+    NVVM::registerNVVMTargetInterfaceExternalModels(registry);
+    if (llvm::Error err = loadCudaAdapter())
+      return err;
+  }
   MLIRContext context(registry);
   ScopedDiagnosticHandler diagHandler(&context, printDiagnostic);
 
@@ -595,12 +669,18 @@ static llvm::Error run() {
 
   // Lower and compile.
   PassManager pm(&context);
-  moe::LowerToCPUOptions pipelineOptions;
-  moe::buildLowerToCPUPipeline(pm, pipelineOptions);
+  llvm::StringRef pipelineName =
+      cuda ? "moe-lower-to-nvvm" : "moe-lower-to-cpu";
+  if (cuda) {
+    moe::LowerToNVVMOptions pipelineOptions;
+    moe::buildLowerToNVVMPipeline(pm, pipelineOptions);
+  } else {
+    moe::LowerToCPUOptions pipelineOptions;
+    moe::buildLowerToCPUPipeline(pm, pipelineOptions);
+  }
   if (failed(pm.run(*module)))
-    return makeError("lowering " + inputFilename +
-                     " with moe-lower-to-cpu "
-                     "failed");
+    return makeError("lowering " + inputFilename + " with " + pipelineName +
+                     " failed");
   if (printLowered)
     module->print(llvm::outs());
 
@@ -616,6 +696,8 @@ static llvm::Error run() {
   std::string cRunnerUtils = MOE_MLIR_C_RUNNER_UTILS;
   if (llvm::sys::fs::exists(cRunnerUtils))
     libPaths.push_back(cRunnerUtils);
+  if (cuda)
+    libPaths.push_back(MOE_MOERT_MLIR_LIB);
   for (const std::string &lib : sharedLibs) {
     if (!llvm::sys::fs::exists(lib))
       return makeError("--shared-libs: " + lib + " does not exist");
@@ -641,7 +723,11 @@ static llvm::Error run() {
   for (const TensorSpec &spec : resultSpecs)
     resultWordCount += 3 + 2 * spec.type.getRank();
   std::vector<int64_t> resultWords(resultWordCount, 0);
+  if (llvm::Error err = checkCudaAdapter("while loading the kernels"))
+    return err;
   if (llvm::Error err = invoke(**engine, name, args, resultWords))
+    return err;
+  if (llvm::Error err = checkCudaAdapter("while running @" + name.str()))
     return err;
 
   // Write the results, then free the buffers the callee allocated (the
@@ -667,7 +753,7 @@ static llvm::Error run() {
     desc += 3 + 2 * spec.type.getRank();
   }
   for (void *ptr : toFree)
-    std::free(ptr);
+    bufferAllocator.release(ptr);
   return writeError;
 }
 

@@ -29,7 +29,9 @@ def ConvertMoEToLinalg : Pass<"convert-moe-to-linalg"> {
     * `moe.cross_entropy`: max, log-sum-exp and the picked logit per token,
       then the mean over the tokens whose label is not `ignore_index`
       (section 7.2; the mean of no token is NaN);
-    * `moe.embedding`: a gather of table rows with `tensor.extract`.
+    * `moe.embedding`: a gather of table rows with `tensor.extract`;
+    * `moe.glu_ffn`: `act(x Wg, x Wu) Wd` with the contractions and the
+      activation (SwiGLU or SiTU-GLU, sections 6 and 7.1) in fp32.
 
     Reductions, norms, gates and the loss are computed in fp32 and the result
     is converted back to the op's element type. Batch and sequence

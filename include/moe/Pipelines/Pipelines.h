@@ -36,7 +36,40 @@ struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
 /// linear attention, ...) is appended here, in the order it must run. Today
 /// it holds `convert-moe-to-linalg`; moe ops that no pass lowers yet are
 /// rejected by bufferization with "op was not bufferized".
+/// Options of the moe-lower-to-nvvm pipeline.
+struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
+  PassOptions::Option<std::string> chip{
+      *this, "chip", llvm::cl::desc("Target GPU architecture"),
+      llvm::cl::init("sm_90")};
+  PassOptions::Option<std::string> features{
+      *this, "features", llvm::cl::desc("PTX ISA version (+ptxNN)"),
+      llvm::cl::init("+ptx80")};
+  PassOptions::Option<std::string> format{
+      *this, "format",
+      llvm::cl::desc("Kernel binary format: isa (PTX, loaded through the "
+                     "driver JIT), bin (cubin, needs ptxas) or fatbin"),
+      llvm::cl::init("isa")};
+  PassOptions::Option<int> optLevel{
+      *this, "opt-level", llvm::cl::desc("Kernel optimization level (0-3)"),
+      llvm::cl::init(3)};
+  PassOptions::Option<bool> emitCInterface{
+      *this, "emit-c-interface",
+      llvm::cl::desc("Mark every function `llvm.emit_c_interface`"),
+      llvm::cl::init(true)};
+};
+
 void addMoEToUpstreamPasses(OpPassManager &pm);
+
+/// One-shot bufferization with identity layouts at function boundaries and
+/// buffer deallocation, shared by both back ends.
+void addBufferizationPasses(OpPassManager &pm);
+
+/// Tensor-level IR to LLVM for the host plus PTX (or cubin) kernels: every
+/// `scf.forall` of the tiled IR becomes a GPU kernel whose blocks are the
+/// forall's iterations; host buffers live in host-shared (managed) memory.
+/// The host code calls the `mgpu*` ABI that moert's MLIR adapter provides.
+void buildLowerToNVVMPipeline(OpPassManager &pm,
+                              const LowerToNVVMOptions &options);
 
 /// Builds `moe-lower-to-cpu`: from tensor-level IR (anchored on the builtin
 /// module) to the LLVM dialect for the host, ready for mlir::ExecutionEngine

@@ -3,8 +3,9 @@
 // Part of the moe-mlir project.
 //
 // Implements -convert-moe-to-linalg: the norms, the decay gate, the short
-// convolution, cross-entropy and embedding become linalg.generic ops on
-// tensors, with their reductions and transcendental math in fp32.
+// convolution, cross-entropy, embedding and the dense gated FFN become
+// linalg.generic ops on tensors, with their reductions and transcendental
+// math in fp32.
 //
 //===----------------------------------------------------------------------===//
 
@@ -430,17 +431,52 @@ struct EmbeddingLowering : public OpConversionPattern<EmbeddingOp> {
   }
 };
 
+/// glu_ffn -> `a = x Wg`, `u = x Wu` (fp32), `h = act(a, u)`, `h Wd`
+/// (ALGORITHMS.md sections 6 and 7.1).
+struct GLUFFNLowering : public OpConversionPattern<GLUFFNOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(GLUFFNOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    TensorBuilder tb(b);
+    Value x = adaptor.getInput();
+    Type f32 = b.getF32Type();
+    ActivationAttr activation = op.getActivation();
+    std::optional<double> gateBeta, upBeta;
+    if (activation.getKind() == Activation::SiTUGLU) {
+      gateBeta = activation.getGateBeta()->convertToDouble();
+      if (activation.getUpBeta())
+        upBeta = activation.getUpBeta()->convertToDouble();
+    }
+    Value gate = tb.project(x, adaptor.getWGate(), f32);
+    Value up = tb.project(x, adaptor.getWUp(), f32);
+    Value hidden = tb.map(ValueRange{gate, up}, f32,
+                          [&](OpBuilder &nb, Location loc, ValueRange args) {
+                            return buildGatedActivation(
+                                nb, loc, args[0], args[1], gateBeta, upBeta);
+                          });
+    Value y = tb.project(hidden, adaptor.getWDown(),
+                         tensorTypeOf(x).getElementType());
+    if (y.getType() != op.getType())
+      y = tensor::CastOp::create(b, op.getType(), y);
+    rewriter.replaceOp(op, y);
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::moe::populateMoEToLinalgPatterns(RewritePatternSet &patterns) {
   patterns.add<L2NormLowering, RMSNormLowering, DecayGateLowering,
-               ShortConvLowering, CrossEntropyLowering, EmbeddingLowering>(
-      patterns.getContext());
+               ShortConvLowering, CrossEntropyLowering, EmbeddingLowering,
+               GLUFFNLowering>(patterns.getContext());
 }
 
 void mlir::moe::configureMoEToLinalgTarget(ConversionTarget &target) {
   target.addIllegalOp<L2NormOp, RMSNormOp, DecayGateOp, ShortConvOp,
-                      CrossEntropyOp, EmbeddingOp>();
+                      CrossEntropyOp, EmbeddingOp, GLUFFNOp>();
 }
 
 //===----------------------------------------------------------------------===//

@@ -3,7 +3,8 @@
 // Part of the moe-mlir project.
 //
 // The lit tests' .npy helper: `random` writes seeded, deterministic inputs;
-// `compare` checks a result against a reference with a relative tolerance;
+// `compare` checks a result against a reference with a relative or absolute
+// tolerance, or for exact equality;
 // `print` and `stats` show an array (stats counts non-finite values, for
 // tests that expect them). Links only the project's .npy support library.
 //
@@ -71,6 +72,15 @@ static cl::opt<double>
          cl::desc("largest accepted max|a-b| / max|b| (max|a-b| when b is "
                   "all zeros)"),
          cl::sub(compareCmd));
+static cl::opt<double>
+    absTol("atol", cl::init(-1.0),
+           cl::desc("instead of --rtol, the largest accepted max|a-b|"),
+           cl::sub(compareCmd));
+static cl::opt<bool>
+    exact("exact",
+          cl::desc("require equal dtype kinds and equal values (integers "
+                   "compared as int64, floats as doubles)"),
+          cl::sub(compareCmd));
 static cl::opt<unsigned> printCount("count", cl::init(8),
                                     cl::desc("number of values to print"),
                                     cl::sub(printCmd));
@@ -80,7 +90,7 @@ static constexpr const char *kOverview =
 
   moe-npy random OUT.npy --shape=2,3,4 [--seed=N] [--low=-1 --high=1]
                          [--dtype=f32|f64|f16|i32|i64]
-  moe-npy compare A.npy B.npy [--rtol=1e-5]
+  moe-npy compare A.npy B.npy [--rtol=1e-5 | --atol=X | --exact]
   moe-npy print A.npy [--count=8]
   moe-npy stats A.npy
 
@@ -90,7 +100,9 @@ random: floats are low + (high - low) * u with u = (x >> 11) * 2^-53 for
 compare: B is the reference. It prints "max relative error E" where
   E = max|a - b| / max|b| over all elements (max|a - b| if b is all zeros), and
   exits 1 if E > rtol, if the shapes differ, or if either file holds a NaN or
-  an infinity.
+  an infinity. With --atol=X the bound is max|a - b| <= X instead. With
+  --exact both must be integer arrays or both float arrays, and every element
+  must be equal; it prints how many differ and the first that does.
 )";
 
 //===----------------------------------------------------------------------===//
@@ -210,6 +222,40 @@ static int runRandom() {
   return 0;
 }
 
+/// `compare --exact`: same kind of dtype, every element equal.
+static int compareExact(const npy::Array &a, const npy::Array &b) {
+  if (npy::isFloat(a.dtype) != npy::isFloat(b.dtype)) {
+    errs() << "moe-npy: --exact compares integers with integers and floats "
+              "with floats, got "
+           << npy::getDTypeName(a.dtype) << " and "
+           << npy::getDTypeName(b.dtype) << "\n";
+    return 1;
+  }
+  int64_t n = a.numElements(), differing = 0, first = -1;
+  std::string firstText;
+  if (npy::isFloat(a.dtype)) {
+    std::vector<double> av = a.toF64(), bv = b.toF64();
+    for (int64_t i = 0; i < n; ++i)
+      if (!(av[i] == bv[i]) && ++differing == 1) {
+        first = i;
+        firstText = fmtExact(av[i]) + " vs " + fmtExact(bv[i]);
+      }
+  } else {
+    std::vector<int64_t> av = a.toI64(), bv = b.toI64();
+    for (int64_t i = 0; i < n; ++i)
+      if (av[i] != bv[i] && ++differing == 1) {
+        first = i;
+        firstText = std::to_string(av[i]) + " vs " + std::to_string(bv[i]);
+      }
+  }
+  outs() << differing << " of " << n << " elements differ";
+  if (differing)
+    outs() << " (first at " << npy::formatShape(unflatten(first, a.shape))
+           << ": " << firstText << ")";
+  outs() << "\n";
+  return differing ? 1 : 0;
+}
+
 static int runCompare() {
   expectPaths(2, "compare A.npy B.npy");
   npy::Array a = exitOnErr(npy::readFile(paths[0]));
@@ -220,6 +266,8 @@ static int runCompare() {
            << npy::formatShape(b.shape) << "\n";
     return 1;
   }
+  if (exact)
+    return compareExact(a, b);
   std::vector<double> av = a.toF64(), bv = b.toF64();
   Stats as = computeStats(av), bs = computeStats(bv);
   bool failed = false;
@@ -251,6 +299,14 @@ static int runCompare() {
     outs() << " at " << npy::formatShape(unflatten(worst, a.shape)) << ": "
            << fmtExact(av[worst]) << " vs " << fmtExact(bv[worst]);
   outs() << ", max |b| " << fmt(maxRef) << ", " << av.size() << " elements)\n";
+  if (absTol >= 0) {
+    if (maxDiff > absTol) {
+      errs() << "moe-npy: max |a-b| " << fmt(maxDiff)
+             << " exceeds --atol=" << fmt(absTol) << "\n";
+      return 1;
+    }
+    return 0;
+  }
   if (error > rtol) {
     errs() << "moe-npy: max relative error " << fmt(error)
            << " exceeds --rtol=" << fmt(rtol) << "\n";

@@ -5,9 +5,12 @@
 // Computes what compiled moe code must produce, from .npy inputs, with the
 // plainest loops of ALGORITHMS.md in fp64: the norms, the decay gates, the
 // short convolution, cross-entropy, embedding, and KDA both as the per-token
-// recurrence (section 1.3) and as the chunked WY form (section 1.4). It
+// recurrence (section 1.3) and as the chunked WY form (section 1.4), and
+// the MoE FFN with its router and balancers (ROUTE_REF and QB_REF of section
+// 4.5, with a MaxVio checker for the balance tests). It
 // shares no code with the compiler; only the .npy reader comes from the
-// project. Results are written as f32 (or f64 with --dtype=f64).
+// project. Results are written as f32 (or f64 with --dtype=f64). Attention
+// (mla_attention) is plain causal softmax attention, section 3.5.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +20,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -64,13 +68,38 @@ static cl::SubCommand
                   "KDA forward by the chunked WY form of section 1.4 "
                   "(CHUNK_REF): same operands as kda, plus --chunk=C");
 
+static cl::SubCommand
+    moeFFNCmd("moe_ffn",
+              "MoE FFN with sigmoid top-k routing and the balancer update "
+              "(sections 4.1, 4.3, 4.5, 7.1): moe_ffn X W_ROUTER BIAS W_GATE "
+              "W_UP W_DOWN [WS_GATE WS_UP WS_DOWN] -o Y --top-k=K "
+              "--scaling=S [--load=L --next-bias=B]");
+static cl::SubCommand
+    qbBalanceCmd("qb-balance",
+                 "repeated ROUTE_REF + QB_REF steps on one batch (section "
+                 "4.5): qb-balance X W_ROUTER BIAS -o LOADS --top-k=K "
+                 "--steps=S; writes the [S+1, E] loads, prints MaxVio");
+static cl::SubCommand
+    maxVioCmd("max-vio",
+              "MaxVio = max(load) / mean(load) - 1 of each load row (section "
+              "4.4): max-vio LOAD.npy... [--last-at-most=V] "
+              "[--ratio-at-most=R]");
+
+static cl::SubCommand mlaAttentionCmd(
+    "mla_attention",
+    "causal softmax attention with an optional sigmoid output gate "
+    "(section 3.5): mla_attention Q K V [GATE] -o O [--lse=LSE] [--scale=S]");
+
 static cl::OptionCategory referenceCategory("moe-reference options");
 
-static cl::SubCommandGroup allCmds({&l2NormCmd, &rmsNormCmd, &decayGateCmd,
-                                    &shortConvCmd, &crossEntropyCmd,
-                                    &embeddingCmd, &kdaCmd, &kdaChunkedCmd});
+static cl::SubCommandGroup
+    allCmds({&l2NormCmd, &rmsNormCmd, &decayGateCmd, &shortConvCmd,
+             &crossEntropyCmd, &embeddingCmd, &kdaCmd, &kdaChunkedCmd,
+             &moeFFNCmd, &qbBalanceCmd, &mlaAttentionCmd});
 static cl::SubCommandGroup gateCmds({&decayGateCmd, &kdaCmd, &kdaChunkedCmd});
 static cl::SubCommandGroup kdaCmds({&kdaCmd, &kdaChunkedCmd});
+static cl::SubCommandGroup scaleCmds({&kdaCmd, &kdaChunkedCmd,
+                                      &mlaAttentionCmd});
 static cl::SubCommandGroup epsCmds({&l2NormCmd, &rmsNormCmd});
 
 static cl::list<std::string> inputPaths(cl::Positional, cl::OneOrMore,
@@ -104,17 +133,83 @@ static cl::opt<int64_t> ignoreIndex("ignore-index", cl::init(-100),
                                     cl::cat(referenceCategory));
 static cl::opt<double> scale("scale", cl::init(0.0),
                              cl::desc("query scale (default K^-1/2)"),
-                             cl::sub(kdaCmds), cl::cat(referenceCategory));
+                             cl::sub(scaleCmds), cl::cat(referenceCategory));
 static cl::opt<std::string> initialStatePath(
     "initial-state", cl::desc("optional [B,H,K,V] initial state (default 0)"),
     cl::value_desc("path"), cl::sub(kdaCmds), cl::cat(referenceCategory));
 static cl::opt<std::string> finalStatePath(
     "final-state", cl::desc("also write the [B,H,K,V] final state here"),
     cl::value_desc("path"), cl::sub(kdaCmds), cl::cat(referenceCategory));
+static cl::opt<std::string>
+    lsePath("lse", cl::desc("also write the [B,H,T] log-sum-exp here"),
+            cl::value_desc("path"), cl::sub(mlaAttentionCmd),
+            cl::cat(referenceCategory));
 static cl::opt<int64_t> chunkSize("chunk", cl::init(64),
                                   cl::desc("chunk length C of kda-chunked"),
                                   cl::sub(kdaChunkedCmd),
                                   cl::cat(referenceCategory));
+
+static cl::SubCommandGroup routingCmds({&moeFFNCmd, &qbBalanceCmd});
+static cl::opt<int64_t> topK("top-k", cl::init(0),
+                             cl::desc("experts per token (required)"),
+                             cl::sub(routingCmds), cl::cat(referenceCategory));
+static cl::opt<double> routedScaling("scaling", cl::init(1.0),
+                                     cl::desc("routed scaling factor"),
+                                     cl::sub(moeFFNCmd),
+                                     cl::cat(referenceCategory));
+static cl::opt<std::string> activationKind("activation", cl::init("swiglu"),
+                                           cl::desc("swiglu or situ_glu"),
+                                           cl::sub(moeFFNCmd),
+                                           cl::cat(referenceCategory));
+static cl::opt<double> gateBeta("gate-beta", cl::init(4.0),
+                                cl::desc("SiTU gate beta"), cl::sub(moeFFNCmd),
+                                cl::cat(referenceCategory));
+static cl::opt<double> upBeta("up-beta", cl::init(0.0),
+                              cl::desc("SiTU up-projection cap (0: none)"),
+                              cl::sub(moeFFNCmd), cl::cat(referenceCategory));
+static cl::opt<std::string>
+    balanceKind("balance", cl::init("exact"),
+                cl::desc("exact (QB_REF), histogram or sign"),
+                cl::sub(moeFFNCmd), cl::cat(referenceCategory));
+static cl::opt<int64_t> histogramBins("bins", cl::init(512),
+                                      cl::desc("bins of --balance=histogram"),
+                                      cl::sub(moeFFNCmd),
+                                      cl::cat(referenceCategory));
+static cl::opt<double> signRate("rate", cl::init(1e-3),
+                                cl::desc("step of --balance=sign"),
+                                cl::sub(moeFFNCmd), cl::cat(referenceCategory));
+static cl::opt<std::string> loadPath("load",
+                                     cl::desc("also write the [E] i64 load"),
+                                     cl::value_desc("path"), cl::sub(moeFFNCmd),
+                                     cl::cat(referenceCategory));
+static cl::opt<std::string>
+    nextBiasPath("next-bias", cl::desc("also write the [E] next bias"),
+                 cl::value_desc("path"), cl::sub(moeFFNCmd),
+                 cl::cat(referenceCategory));
+static cl::opt<std::string>
+    indicesPath("indices", cl::desc("also write the [N, k] i64 indices"),
+                cl::value_desc("path"), cl::sub(moeFFNCmd),
+                cl::cat(referenceCategory));
+static cl::opt<std::string>
+    weightsPath("weights", cl::desc("also write the [N, k] routing weights"),
+                cl::value_desc("path"), cl::sub(moeFFNCmd),
+                cl::cat(referenceCategory));
+static cl::opt<int64_t> qbSteps("steps", cl::init(1),
+                                cl::desc("QB_REF steps of qb-balance"),
+                                cl::sub(qbBalanceCmd),
+                                cl::cat(referenceCategory));
+static cl::list<std::string> loadPaths(cl::Positional, cl::OneOrMore,
+                                       cl::desc("<load.npy>..."),
+                                       cl::sub(maxVioCmd),
+                                       cl::cat(referenceCategory));
+static cl::opt<double>
+    lastAtMost("last-at-most", cl::init(-1.0),
+               cl::desc("fail unless the last MaxVio is <= this"),
+               cl::sub(maxVioCmd), cl::cat(referenceCategory));
+static cl::opt<double>
+    ratioAtMost("ratio-at-most", cl::init(-1.0),
+                cl::desc("fail unless last MaxVio <= this * first MaxVio"),
+                cl::sub(maxVioCmd), cl::cat(referenceCategory));
 
 //===----------------------------------------------------------------------===//
 // Arrays
@@ -537,6 +632,395 @@ static void runKDAChunked() {
 }
 
 //===----------------------------------------------------------------------===//
+// MoE routing, balancing and FFN (sections 4.1-4.5 and 7.1)
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// ROUTE_REF (section 4.1) of N tokens over E experts, in fp64.
+struct Routing {
+  int64_t tokens = 0, experts = 0, k = 0;
+  std::vector<double> scores;   // s = sigmoid(x W^T), [N, E]
+  std::vector<int64_t> indices; // [N, k]: decreasing s + b, ties to lower j
+  std::vector<double> weights;  // [N, k]: s / (sum s + 1e-20) * scaling
+  std::vector<int64_t> load;    // [E]: token-slots per expert
+  std::vector<double> cut;      // [N]: (k+1)-th largest s + b (k < E)
+};
+} // namespace
+
+static int64_t requireTopK(int64_t experts) {
+  if (topK < 1 || topK > experts)
+    exitOnErr(makeError("--top-k must be in [1, " + Twine(experts) + "], got " +
+                        Twine(topK)));
+  return topK;
+}
+
+/// `sigmoid(x W^T)` for `x: [N, d]` and `W: [E, d]`.
+static std::vector<double> routerScores(const Tensor &x, const Tensor &w) {
+  expectShape(x, "input", {-1, -1});
+  int64_t tokens = x.dim(0), d = x.dim(1);
+  expectShape(w, "w_router", {-1, d});
+  int64_t experts = w.dim(0);
+  std::vector<double> s(tokens * experts);
+  for (int64_t n = 0; n < tokens; ++n)
+    for (int64_t j = 0; j < experts; ++j) {
+      double logit = 0;
+      for (int64_t c = 0; c < d; ++c)
+        logit += x.data[n * d + c] * w.data[j * d + c];
+      s[n * experts + j] = sigmoid(logit);
+    }
+  return s;
+}
+
+/// Ranks every token's experts by `s + bias` with a stable sort (equal
+/// values keep the lower expert first) and keeps the first k.
+static Routing route(std::vector<double> scores, int64_t experts,
+                     const std::vector<double> &bias, int64_t k,
+                     double scaling) {
+  Routing r;
+  r.experts = experts;
+  r.k = k;
+  r.tokens = scores.size() / experts;
+  r.scores = std::move(scores);
+  r.indices.resize(r.tokens * k);
+  r.weights.resize(r.tokens * k);
+  r.cut.assign(r.tokens, 0.0);
+  r.load.assign(experts, 0);
+  std::vector<int64_t> order(experts);
+  for (int64_t n = 0; n < r.tokens; ++n) {
+    const double *s = &r.scores[n * experts];
+    for (int64_t j = 0; j < experts; ++j)
+      order[j] = j;
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+      return s[a] + bias[a] > s[b] + bias[b];
+    });
+    double sum = 0;
+    for (int64_t i = 0; i < k; ++i)
+      sum += s[order[i]];
+    for (int64_t i = 0; i < k; ++i) {
+      r.indices[n * k + i] = order[i];
+      r.weights[n * k + i] = s[order[i]] / (sum + 1e-20) * scaling;
+      ++r.load[order[i]];
+    }
+    if (k < experts)
+      r.cut[n] = s[order[k]] + bias[order[k]];
+  }
+  return r;
+}
+
+/// `b - mean(b)`.
+static std::vector<double> centred(std::vector<double> b) {
+  double mean = 0;
+  for (double v : b)
+    mean += v;
+  mean /= std::max<size_t>(b.size(), 1);
+  for (double &v : b)
+    v -= mean;
+  return b;
+}
+
+/// The bias each expert would need to win each token: `r[j][n] = cut_n -
+/// s[n, j]` (section 4.3).
+static std::vector<std::vector<double>> neededBias(const Routing &r) {
+  std::vector<std::vector<double>> needed(r.experts,
+                                          std::vector<double>(r.tokens));
+  for (int64_t n = 0; n < r.tokens; ++n)
+    for (int64_t j = 0; j < r.experts; ++j)
+      needed[j][n] = r.cut[n] - r.scores[n * r.experts + j];
+  return needed;
+}
+
+/// QB_REF (section 4.5): per expert, the midpoint of the q-th and (q+1)-th
+/// smallest r by a full sort, q = round(N k / E), clamped to [1, N]; then
+/// centred. An empty batch keeps the centred current bias.
+static std::vector<double> quantileBalanceExact(const Routing &r,
+                                                const std::vector<double> &b) {
+  if (r.tokens == 0)
+    return centred(b);
+  int64_t q = std::llround(static_cast<double>(r.tokens * r.k) / r.experts);
+  int64_t lo = std::max<int64_t>(q, 1), hi = std::min<int64_t>(q + 1, r.tokens);
+  std::vector<double> next(r.experts);
+  std::vector<std::vector<double>> needed = neededBias(r);
+  for (int64_t j = 0; j < r.experts; ++j) {
+    std::sort(needed[j].begin(), needed[j].end());
+    next[j] = 0.5 * (needed[j][lo - 1] + needed[j][hi - 1]);
+  }
+  return centred(next);
+}
+
+/// The histogram form of QB (section 4.3): per expert, counts of r over
+/// `bins` uniform bins of [min b - 1, max b + 1]; the bin where the running
+/// count reaches N k / E, interpolated linearly; then centred.
+static std::vector<double>
+quantileBalanceHistogram(const Routing &r, const std::vector<double> &b,
+                         int64_t bins) {
+  if (r.tokens == 0)
+    return centred(b);
+  double low = *std::min_element(b.begin(), b.end()) - 1.0;
+  double high = *std::max_element(b.begin(), b.end()) + 1.0;
+  double width = (high - low) / bins;
+  double target = static_cast<double>(r.tokens * r.k) / r.experts;
+  std::vector<double> next(r.experts);
+  std::vector<std::vector<double>> needed = neededBias(r);
+  for (int64_t j = 0; j < r.experts; ++j) {
+    std::vector<int64_t> counts(bins, 0);
+    for (double v : needed[j]) {
+      double position = std::floor((v - low) / width);
+      ++counts[std::clamp<int64_t>(static_cast<int64_t>(position), 0,
+                                   bins - 1)];
+    }
+    int64_t below = 0, m = 0;
+    while (m < bins - 1 && static_cast<double>(below + counts[m]) < target)
+      below += counts[m++];
+    next[j] = low + (m + (target - below) / counts[m]) * width;
+  }
+  return centred(next);
+}
+
+/// DeepSeek-V3's sign update (section 4.2): `b + rate * sign(mean - load)`.
+static std::vector<double> signBiasBalance(const Routing &r,
+                                           const std::vector<double> &b) {
+  double mean = static_cast<double>(r.tokens * r.k) / r.experts;
+  std::vector<double> next(b);
+  for (int64_t j = 0; j < r.experts; ++j) {
+    double gap = mean - static_cast<double>(r.load[j]);
+    next[j] += signRate * ((gap > 0) - (gap < 0));
+  }
+  return next;
+}
+
+/// `act(x Wg) * (x Wu)` then `. Wd` for one token row `x: [d]`, with
+/// `Wg, Wu: [d, F]` and `Wd: [F, d]` starting at the given offsets.
+static void gatedFFN(const double *x, int64_t d, int64_t width,
+                     const double *wg, const double *wu, const double *wd,
+                     double factor, double *y) {
+  bool situ = activationKind == "situ_glu";
+  for (int64_t f = 0; f < width; ++f) {
+    double a = 0, u = 0;
+    for (int64_t c = 0; c < d; ++c) {
+      a += x[c] * wg[c * width + f];
+      u += x[c] * wu[c * width + f];
+    }
+    double h;
+    if (situ) {
+      double capped = upBeta > 0 ? upBeta * std::tanh(u / upBeta) : u;
+      h = gateBeta * std::tanh(a / gateBeta) * sigmoid(a) * capped;
+    } else {
+      h = a * sigmoid(a) * u;
+    }
+    for (int64_t c = 0; c < d; ++c)
+      y[c] += factor * h * wd[f * d + c];
+  }
+}
+
+static void storeIntegers(StringRef path, std::vector<int64_t> shape,
+                          const std::vector<int64_t> &values) {
+  exitOnErr(
+      npy::writeFile(path, npy::Array::fromI64(std::move(shape), values)));
+}
+
+/// MoE out = sum_{j in sel} w_j Expert_j(x) + Shared(x) (section 7.1), with
+/// the load and the balancer's next bias.
+static void runMoEFFN() {
+  if (inputPaths.size() != 6 && inputPaths.size() != 9)
+    exitOnErr(makeError("expected 6 input files (or 9 with a shared "
+                        "expert), found " +
+                        Twine(inputPaths.size())));
+  if (activationKind != "swiglu" && activationKind != "situ_glu")
+    exitOnErr(makeError("--activation must be swiglu or situ_glu"));
+  Tensor x = load(inputPaths[0]), wr = load(inputPaths[1]);
+  Tensor bias = load(inputPaths[2]);
+  Tensor wg = load(inputPaths[3]), wu = load(inputPaths[4]),
+         wd = load(inputPaths[5]);
+  expectShape(x, "input", {-1, -1});
+  int64_t tokens = x.dim(0), d = x.dim(1);
+  expectShape(wr, "w_router", {-1, d});
+  int64_t experts = wr.dim(0);
+  int64_t k = requireTopK(experts);
+  expectShape(bias, "bias", {experts});
+  expectShape(wg, "w_gate", {experts, d, -1});
+  int64_t width = wg.dim(2);
+  expectShape(wu, "w_up", {experts, d, width});
+  expectShape(wd, "w_down", {experts, width, d});
+
+  Routing r = route(routerScores(x, wr), experts, bias.data, k, routedScaling);
+  Tensor y{{tokens, d}, std::vector<double>(tokens * d, 0.0)};
+  for (int64_t n = 0; n < tokens; ++n)
+    for (int64_t i = 0; i < k; ++i) {
+      int64_t j = r.indices[n * k + i];
+      gatedFFN(&x.data[n * d], d, width, &wg.data[j * d * width],
+               &wu.data[j * d * width], &wd.data[j * width * d],
+               r.weights[n * k + i], &y.data[n * d]);
+    }
+  if (inputPaths.size() == 9) {
+    Tensor sg = load(inputPaths[6]), su = load(inputPaths[7]),
+           sd = load(inputPaths[8]);
+    expectShape(sg, "w_shared_gate", {d, -1});
+    int64_t sharedWidth = sg.dim(1);
+    expectShape(su, "w_shared_up", {d, sharedWidth});
+    expectShape(sd, "w_shared_down", {sharedWidth, d});
+    for (int64_t n = 0; n < tokens; ++n)
+      gatedFFN(&x.data[n * d], d, sharedWidth, sg.data.data(), su.data.data(),
+               sd.data.data(), 1.0, &y.data[n * d]);
+  }
+  store(outputPath, y);
+
+  std::vector<double> next;
+  if (balanceKind == "exact" || balanceKind == "histogram") {
+    if (k == experts)
+      exitOnErr(makeError("quantile balancing needs --top-k < experts"));
+    next = balanceKind == "exact"
+               ? quantileBalanceExact(r, bias.data)
+               : quantileBalanceHistogram(r, bias.data, histogramBins);
+  } else if (balanceKind == "sign") {
+    next = signBiasBalance(r, bias.data);
+  } else {
+    exitOnErr(makeError("--balance must be exact, histogram or sign"));
+  }
+  if (!loadPath.empty())
+    storeIntegers(loadPath, {experts}, r.load);
+  if (!nextBiasPath.empty())
+    store(nextBiasPath, Tensor{{experts}, next});
+  if (!indicesPath.empty())
+    storeIntegers(indicesPath, {tokens, k}, r.indices);
+  if (!weightsPath.empty())
+    store(weightsPath, Tensor{{tokens, k}, r.weights});
+}
+
+/// `max(load) / mean(load) - 1` (section 4.4).
+static double maxViolation(ArrayRef<int64_t> load) {
+  double sum = 0, max = 0;
+  for (int64_t v : load) {
+    sum += v;
+    max = std::max<double>(max, v);
+  }
+  return sum > 0 ? max / (sum / load.size()) - 1.0 : 0.0;
+}
+
+/// Section 4.5 test (1) on the reference alone: ROUTE_REF, then QB_REF, on
+/// the same batch, `--steps` times.
+static void runQBBalance() {
+  expectInputs(3, 3);
+  Tensor x = load(inputPaths[0]), wr = load(inputPaths[1]);
+  Tensor bias = load(inputPaths[2]);
+  std::vector<double> scores = routerScores(x, wr);
+  int64_t experts = wr.dim(0);
+  int64_t k = requireTopK(experts);
+  if (k == experts)
+    exitOnErr(makeError("quantile balancing needs --top-k < experts"));
+  expectShape(bias, "bias", {experts});
+  std::vector<double> b = bias.data;
+  std::vector<int64_t> loads;
+  for (int64_t step = 0; step <= qbSteps; ++step) {
+    Routing r = route(scores, experts, b, k, 1.0);
+    outs() << "step " << step << ": MaxVio "
+           << format("%.4f", maxViolation(r.load)) << "\n";
+    loads.insert(loads.end(), r.load.begin(), r.load.end());
+    b = quantileBalanceExact(r, b);
+  }
+  storeIntegers(outputPath, {qbSteps + 1, experts}, loads);
+}
+
+/// Prints the MaxVio of every row of every load file, in order, and checks
+/// the requested bounds on the last one.
+static int runMaxVio() {
+  std::vector<double> values;
+  for (const std::string &path : loadPaths) {
+    npy::Array array = exitOnErr(npy::readFile(path));
+    if (npy::isFloat(array.dtype) || array.getRank() < 1 ||
+        array.getRank() > 2 || array.shape.back() < 1)
+      exitOnErr(makeError(path + ": expected an [E] or [S, E] integer array"));
+    std::vector<int64_t> all = array.toI64();
+    int64_t experts = array.shape.back();
+    for (size_t row = 0; row * experts < all.size(); ++row) {
+      double v = maxViolation(ArrayRef(all).slice(row * experts, experts));
+      outs() << "MaxVio[" << values.size() << "] " << format("%.4f", v) << "\n";
+      values.push_back(v);
+    }
+  }
+  if (lastAtMost >= 0 && values.back() > lastAtMost) {
+    errs() << "moe-reference: last MaxVio " << format("%.4f", values.back())
+           << " exceeds --last-at-most=" << format("%g", lastAtMost.getValue())
+           << "\n";
+    return 1;
+  }
+  if (ratioAtMost >= 0 && values.back() > ratioAtMost * values.front()) {
+    errs() << "moe-reference: last MaxVio " << format("%.4f", values.back())
+           << " exceeds " << format("%g", ratioAtMost.getValue())
+           << " x first MaxVio " << format("%.4f", values.front()) << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+//===----------------------------------------------------------------------===//
+// MLA attention
+//===----------------------------------------------------------------------===//
+
+/// Section 3.5 attention, one query row at a time, for `q, k: [B,T,H,D]`,
+/// `v: [B,T,H,Dv]` and the optional `gate: [B,T,H,Dv]`:
+///   s_u = scale q_t . k_u for u <= t ; p = softmax(s) ; o_t = sum_u p_u v_u
+///   output = o sigmoid(gate) ; lse[b,h,t] = log sum_u exp(s_u)
+static void runMLAAttention() {
+  expectInputs(3, 4);
+  Tensor q = load(inputPaths[0]), k = load(inputPaths[1]),
+         v = load(inputPaths[2]);
+  expectShape(q, "q", {-1, -1, -1, -1});
+  int64_t batch = q.dim(0), length = q.dim(1), heads = q.dim(2),
+          qkDim = q.dim(3);
+  expectShape(k, "k", q.shape);
+  expectShape(v, "v", {batch, length, heads, -1});
+  int64_t valueDim = v.dim(3);
+  bool gated = inputPaths.size() == 4;
+  Tensor gate;
+  if (gated) {
+    gate = load(inputPaths[3]);
+    expectShape(gate, "gate", v.shape);
+  }
+  double lambda = scale > 0 ? scale : 1.0 / std::sqrt(double(qkDim));
+  auto row = [&](const Tensor &x, int64_t b, int64_t t, int64_t h) {
+    int64_t width = x.dim(3);
+    return &x.data[((b * length + t) * heads + h) * width];
+  };
+
+  Tensor o{v.shape, std::vector<double>(v.data.size())};
+  Tensor lse{{batch, heads, length},
+             std::vector<double>(batch * heads * length)};
+  std::vector<double> p(length);
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t t = 0; t < length; ++t) {
+        const double *qt = row(q, b, t, h);
+        double max = -std::numeric_limits<double>::infinity();
+        for (int64_t u = 0; u <= t; ++u) {
+          const double *ku = row(k, b, u, h);
+          double dot = 0;
+          for (int64_t d = 0; d < qkDim; ++d)
+            dot += qt[d] * ku[d];
+          p[u] = lambda * dot;
+          max = std::max(max, p[u]);
+        }
+        double sum = 0;
+        for (int64_t u = 0; u <= t; ++u) {
+          p[u] = std::exp(p[u] - max);
+          sum += p[u];
+        }
+        double *ot = &o.data[((b * length + t) * heads + h) * valueDim];
+        for (int64_t j = 0; j < valueDim; ++j) {
+          double acc = 0;
+          for (int64_t u = 0; u <= t; ++u)
+            acc += p[u] * row(v, b, u, h)[j];
+          ot[j] = acc / sum;
+          if (gated)
+            ot[j] *= sigmoid(row(gate, b, t, h)[j]);
+        }
+        lse.data[(b * heads + h) * length + t] = max + std::log(sum);
+      }
+  store(outputPath, o);
+  if (!lsePath.empty())
+    store(lsePath, lse);
+}
+
+//===----------------------------------------------------------------------===//
 // main
 //===----------------------------------------------------------------------===//
 
@@ -565,6 +1049,14 @@ int main(int argc, char **argv) {
     runKDA();
   else if (kdaChunkedCmd)
     runKDAChunked();
+  else if (moeFFNCmd)
+    runMoEFFN();
+  else if (qbBalanceCmd)
+    runQBBalance();
+  else if (maxVioCmd)
+    return runMaxVio();
+  else if (mlaAttentionCmd)
+    runMLAAttention();
   else {
     errs() << "moe-reference: expected a subcommand (see --help)\n";
     return 1;

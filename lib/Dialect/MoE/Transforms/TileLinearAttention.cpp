@@ -60,8 +60,6 @@ private:
   Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
   OpFoldResult attr(int64_t v) { return b.getIndexAttr(v); }
 
-  /// Static 2-D contraction `A . B` with optional transposes, fp32.
-  Value matmul(Value lhs, Value rhs, bool transposeLhs, bool transposeRhs);
   /// Row `row` of a static 2-D tensor, as a 1-D tensor.
   Value rowOf(Value matrix, OpFoldResult row);
   /// Rows `[offset, offset + size)` of a static 2-D tensor.
@@ -97,39 +95,6 @@ private:
   int64_t keyDim, valueDim;
 };
 } // namespace
-
-Value KDATiler::matmul(Value lhs, Value rhs, bool transposeLhs,
-                       bool transposeRhs) {
-  ArrayRef<int64_t> l = tensorTypeOf(lhs).getShape();
-  ArrayRef<int64_t> r = tensorTypeOf(rhs).getShape();
-  int64_t m = transposeLhs ? l[1] : l[0];
-  int64_t n = transposeRhs ? r[0] : r[1];
-  MLIRContext *ctx = b.getContext();
-  AffineExpr i = getAffineDimExpr(0, ctx), j = getAffineDimExpr(1, ctx),
-             p = getAffineDimExpr(2, ctx);
-  SmallVector<AffineMap> maps = {
-      AffineMap::get(3, 0,
-                     transposeLhs ? ArrayRef<AffineExpr>{p, i}
-                                  : ArrayRef<AffineExpr>{i, p},
-                     ctx),
-      AffineMap::get(3, 0,
-                     transposeRhs ? ArrayRef<AffineExpr>{j, p}
-                                  : ArrayRef<AffineExpr>{p, j},
-                     ctx),
-      AffineMap::get(3, 0, {i, j}, ctx)};
-  Value init = tb.filled({attr(m), attr(n)}, f32(), 0.0);
-  auto generic = linalg::GenericOp::create(
-      b, TypeRange{init.getType()}, ValueRange{lhs, rhs}, ValueRange{init},
-      maps,
-      {utils::IteratorType::parallel, utils::IteratorType::parallel,
-       utils::IteratorType::reduction},
-      [&](OpBuilder &nested, Location loc, ValueRange args) {
-        Value product = arith::MulFOp::create(nested, loc, args[0], args[1]);
-        Value sum = arith::AddFOp::create(nested, loc, args[2], product);
-        linalg::YieldOp::create(nested, loc, sum);
-      });
-  return generic.getResult(0);
-}
 
 Value KDATiler::rowOf(Value matrix, OpFoldResult row) {
   int64_t width = tensorTypeOf(matrix).getDimSize(1);
@@ -220,8 +185,8 @@ std::pair<Value, Value> KDATiler::diagonalDense(Value q, Value k, Value gamma,
   Value qFactored = scaleByDecay(q, gamma, ref, +1.0);
   Value kFactored = scaleByDecay(k, gamma, ref, +1.0);
   Value kInverse = scaleByDecay(k, gamma, ref, -1.0);
-  Value rawAqk = matmul(qFactored, kInverse, false, true);
-  Value rawL = matmul(kFactored, kInverse, false, true);
+  Value rawAqk = tb.matmul(qFactored, kInverse, false, true);
+  Value rawL = tb.matmul(kFactored, kInverse, false, true);
   return maskTile(rawAqk, rawL, beta);
 }
 
@@ -330,7 +295,7 @@ std::pair<Value, Value> KDATiler::chunkStep(Value q, Value k, Value v, Value g,
                           floatConstant(nested, loc, nested.getF32Type(), 1),
                           floatConstant(nested, loc, nested.getF32Type(), 0));
                     });
-  Value gamma = matmul(lowerOnes, g, false, false);
+  Value gamma = tb.matmul(lowerOnes, g, false, false);
 
   // The intra-chunk matrices Aqk and L from a grid of c x c tiles.
   Value aqk = tb.filled({attr(chunk), attr(chunk)}, f32(), 0.0);
@@ -360,8 +325,8 @@ std::pair<Value, Value> KDATiler::chunkStep(Value q, Value k, Value v, Value g,
       Value kc = rowsOf(k, c * subChunk, subChunk);
       Value gc = rowsOf(gamma, c * subChunk, subChunk);
       Value kcRef = scaleByDecay(kc, gc, first, -1.0);
-      Value tileAqk = matmul(qaRef, kcRef, false, true);
-      Value tileL = matmul(kaRef, kcRef, false, true);
+      Value tileAqk = tb.matmul(qaRef, kcRef, false, true);
+      Value tileL = tb.matmul(kaRef, kcRef, false, true);
       tileL = tb.mapIndexed(
           {attr(subChunk), attr(subChunk)}, ValueRange{tileL, betaA},
           {identity, rowMap}, f32(),
@@ -395,14 +360,12 @@ std::pair<Value, Value> KDATiler::chunkStep(Value q, Value k, Value v, Value g,
       b, b.getLoc(), idx(0), idx(chunk), idx(1), ValueRange{mInit},
       [&](OpBuilder &nested, Location loc, Value i, ValueRange args) {
         ImplicitLocOpBuilder nb(loc, nested);
-        KDATiler inner(nb, chunk, subChunk, reference, path, exponentLimit,
-                       scale, keyDim, valueDim);
         Value lRow = tensor::ExtractSliceOp::create(
             nb, l, ArrayRef<OpFoldResult>{i, nb.getIndexAttr(0)},
             ArrayRef<OpFoldResult>{nb.getIndexAttr(1), nb.getIndexAttr(chunk)},
             ArrayRef<OpFoldResult>{nb.getIndexAttr(1), nb.getIndexAttr(1)});
-        Value product = inner.matmul(lRow, args[0], false, false);
         TensorBuilder ntb(nb);
+        Value product = ntb.matmul(lRow, args[0]);
         Value row = ntb.map(
             product, nb.getF32Type(),
             [&](OpBuilder &body, Location bodyLoc, ValueRange vals) -> Value {
@@ -445,14 +408,14 @@ std::pair<Value, Value> KDATiler::chunkStep(Value q, Value k, Value v, Value g,
           return r;
         });
   };
-  Value w = matmul(m, betaRows(k, decay), false, false);
-  Value u = matmul(m, betaRows(v, Value()), false, false);
-  Value pseudoValues = subtract(u, matmul(w, state, false, false));
+  Value w = tb.matmul(m, betaRows(k, decay), false, false);
+  Value u = tb.matmul(m, betaRows(v, Value()), false, false);
+  Value pseudoValues = subtract(u, tb.matmul(w, state, false, false));
 
   // O = (Q exp(Gamma)) S + Aqk Vn.
   Value qDecayed = tb.multiply(q, decay);
-  Value out = tb.add(matmul(qDecayed, state, false, false),
-                     matmul(aqk, pseudoValues, false, false));
+  Value out = tb.add(tb.matmul(qDecayed, state, false, false),
+                     tb.matmul(aqk, pseudoValues, false, false));
 
   // S' = exp(Gamma_last) S + (K exp(Gamma_last - Gamma))^T Vn.
   Value lastRow = rowOf(gamma, attr(chunk - 1));
@@ -466,7 +429,7 @@ std::pair<Value, Value> KDATiler::chunkStep(Value q, Value k, Value v, Value g,
       });
   (void)columnMap;
   Value next =
-      tb.add(stateDecayed, matmul(kDecayed, pseudoValues, true, false));
+      tb.add(stateDecayed, tb.matmul(kDecayed, pseudoValues, true, false));
   return {out, next};
 }
 

@@ -57,6 +57,24 @@ Value mlir::moe::buildSigmoid(OpBuilder &b, Location loc, Value x) {
   return arith::DivFOp::create(b, loc, one, denominator);
 }
 
+Value mlir::moe::buildGatedActivation(OpBuilder &b, Location loc, Value a,
+                                      Value u, std::optional<double> gateBeta,
+                                      std::optional<double> upBeta) {
+  Type type = a.getType();
+  // beta * tanh(v / beta).
+  auto softCap = [&](Value v, double beta) -> Value {
+    Value scaled =
+        arith::DivFOp::create(b, loc, v, floatConstant(b, loc, type, beta));
+    Value tanh = math::TanhOp::create(b, loc, scaled);
+    return arith::MulFOp::create(b, loc, tanh,
+                                 floatConstant(b, loc, type, beta));
+  };
+  Value gate = gateBeta ? softCap(a, *gateBeta) : a;
+  gate = arith::MulFOp::create(b, loc, gate, buildSigmoid(b, loc, a));
+  Value up = upBeta ? softCap(u, *upBeta) : u;
+  return arith::MulFOp::create(b, loc, gate, up);
+}
+
 //===----------------------------------------------------------------------===//
 // TensorBuilder
 //===----------------------------------------------------------------------===//
@@ -196,6 +214,38 @@ Value TensorBuilder::project(Value input, Value weight, Type resultElementType,
         linalg::YieldOp::create(nested, loc, sum);
       });
   return convert(contraction.getResult(0), resultElementType);
+}
+
+Value TensorBuilder::matmul(Value lhs, Value rhs, bool transposeLhs,
+                            bool transposeRhs) {
+  SmallVector<OpFoldResult> lhsSizes = sizesOf(lhs), rhsSizes = sizesOf(rhs);
+  OpFoldResult m = transposeLhs ? lhsSizes[1] : lhsSizes[0];
+  OpFoldResult n = transposeRhs ? rhsSizes[0] : rhsSizes[1];
+  MLIRContext *ctx = b.getContext();
+  AffineExpr i = getAffineDimExpr(0, ctx), j = getAffineDimExpr(1, ctx),
+             p = getAffineDimExpr(2, ctx);
+  SmallVector<AffineMap> maps = {
+      AffineMap::get(3, 0,
+                     transposeLhs ? ArrayRef<AffineExpr>{p, i}
+                                  : ArrayRef<AffineExpr>{i, p},
+                     ctx),
+      AffineMap::get(3, 0,
+                     transposeRhs ? ArrayRef<AffineExpr>{j, p}
+                                  : ArrayRef<AffineExpr>{p, j},
+                     ctx),
+      AffineMap::get(3, 0, {i, j}, ctx)};
+  Value init = filled({m, n}, b.getF32Type(), 0.0);
+  auto generic = linalg::GenericOp::create(
+      b, TypeRange{init.getType()}, ValueRange{lhs, rhs}, ValueRange{init},
+      maps,
+      {utils::IteratorType::parallel, utils::IteratorType::parallel,
+       utils::IteratorType::reduction},
+      [&](OpBuilder &nested, Location loc, ValueRange args) {
+        Value product = arith::MulFOp::create(nested, loc, args[0], args[1]);
+        Value sum = arith::AddFOp::create(nested, loc, args[2], product);
+        linalg::YieldOp::create(nested, loc, sum);
+      });
+  return generic.getResult(0);
 }
 
 Value TensorBuilder::splitHeads(Value value, int64_t heads, int64_t width) {

@@ -115,4 +115,172 @@ def MoETileLinearAttention : Pass<"moe-tile-linear-attention"> {
   ];
 }
 
+def MoETileAttention : Pass<"moe-tile-attention"> {
+  let summary = "Tile moe.mla_attention into the causal online-softmax algorithm";
+  let description = [{
+    Lowers every `moe.mla_attention` op into the flash-attention forward of
+    ALGORITHMS.md section 3.2 on tensors: an `scf.forall` over (batch, head,
+    query tile of `query-tile` rows) whose body works on static fp32 tiles.
+    For each query tile it keeps a running row maximum `m`, a running row
+    sum `l` and an accumulator `Acc: [query-tile, D_v]`, and walks the key
+    tiles of `key-tile` keys in two parts:
+
+    * an `scf.for` over the key tiles strictly below the diagonal (every key
+      precedes every query of the tile), which needs no mask;
+    * the diagonal key tiles (one when `query-tile` divides `key-tile`,
+      `query-tile / key-tile` otherwise), the only place where the causal
+      mask is applied, by a select of `-inf`.
+
+    Key tiles above the diagonal are never visited. Each step computes
+    `S = Q K^T`, `m' = max(m, rowmax S)`, `P = exp2(S - m')`,
+    `c = exp2(m - m')`, `l = c l + rowsum P`, `Acc = c Acc + P V`; the scale
+    `scale * log2(e)` is folded into the query tile once, so `exp2` gives the
+    natural-base softmax. The epilogue writes `Acc / l`, times
+    `sigmoid(gate)` when the op has a gate, and the log-sum-exp
+    `lse = ln(2) m + ln(l)` in fp32.
+
+    Input requirements: static `D_qk` and `D_v` (they may differ); batch,
+    length and heads may be dynamic; any float element type (tiles are
+    computed in fp32 and the output is converted back). The sequence is
+    padded with zeros to a multiple of the larger tile. Padded keys never
+    reach a real query: every key in a tile below the diagonal precedes a
+    real query, and on the diagonal tiles the causal mask removes every key
+    after the query, in particular every padded one. Padded query rows are
+    computed (they stay finite) and sliced away.
+
+    Every row has a visible key in the first key tile it sees, so `m` is
+    finite after the first step and no `exp2(-inf + inf)` arises.
+
+    The output contains no `moe.mla_attention`. An op whose `D_v` is dynamic,
+    or tile sizes that are not positive or of which neither divides the
+    other, give a located error and the pass fails.
+  }];
+  let options = [
+    Option<"queryTile", "query-tile", "int64_t", "64",
+           "Query rows per tile (Br); one of query-tile and key-tile must "
+           "divide the other">,
+    Option<"keyTile", "key-tile", "int64_t", "64",
+           "Keys per tile (Bc); one of query-tile and key-tile must divide "
+           "the other">
+  ];
+  let statistics = [
+    Statistic<"numTiled", "num-tiled", "Number of moe.mla_attention ops tiled">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+}
+
+
+def MoEPrepareGPUMapping : Pass<"moe-prepare-gpu-mapping", "::mlir::func::FuncOp"> {
+  let summary = "Ready bufferized tiled IR for mapping scf.forall onto GPU blocks";
+  let description = [{
+    Runs on bufferized tiled IR (after one-shot bufferization), before the
+    upstream `scf-forall-to-parallel`, `gpu-map-parallel-loops` and
+    `convert-parallel-loops-to-gpu` passes turn each `scf.forall` into a
+    `gpu.launch` whose blocks are the forall's iterations:
+
+    * `memref.copy` inside an `scf.forall` becomes `linalg.copy`, which
+      lowers to loops (the host runtime's `memrefCopy` is not available in a
+      kernel);
+    * every host `memref.alloc` / `memref.dealloc` (outside any forall)
+      becomes `gpu.alloc host_shared` / `gpu.dealloc`, so that host loops and
+      kernels address the same buffers.
+
+    Buffers allocated inside a forall body stay `memref.alloc` and become
+    per-block device-heap allocations.
+  }];
+  let dependentDialects = [
+    "::mlir::gpu::GPUDialect",
+    "::mlir::linalg::LinalgDialect"
+  ];
+}
+
+def MoEFuseRouting : Pass<"moe-fuse-routing"> {
+  let summary = "Lower routing, dispatch, grouped experts and combine into fused tile IR";
+  let description = [{
+    Lowers the routed half of an MoE FFN (ALGORITHMS.md sections 4.1-4.5 and
+    7.1), as `-moe-decompose` leaves it, into tensor-level tile IR:
+
+    * **Routing kernel.** Every `moe.route` becomes one `scf.forall` over
+      groups of token tiles (`token-groups` groups at most, each walking a
+      contiguous run of `token-tile` tokens with an `scf.for`, the way
+      persistent thread blocks do). Per tile, on static `[token-tile, E]`
+      tiles: the router GEMM and the sigmoid, `z = s + bias`, each expert's
+      rank in its token (`|{j' : z_j' > z_j or (z_j' = z_j and j' < j)}|`,
+      so ties go to the lower index), the k selected experts in rank order,
+      the renormalised weights times the scaling factor, the per-expert
+      counts and, for every selected token-slot, its position in its
+      group's run of that expert (the tile half of a stable counting sort).
+      For quantile balancing the tile also computes the cut (the score of
+      rank k) and `r = cut - s`: the histogram form adds `r` into the
+      group's `[E, bins]` histogram over `[min b - 1, max b + 1]`; the
+      exact form writes `r` expert-major into an `[E, N]` buffer. No
+      `[N, E]` score tensor exists outside a tile; the exact form's `r`
+      buffer is the one per-expert array of N values that an exact
+      quantile needs (the histogram form needs only `E x bins` counts per
+      group).
+    * **Dispatch.** Each `moe.dispatch` of the route's indices reuses the
+      kernel's counts and positions: a scan of the per-group counts gives
+      `expert_offsets` and each group's first row per expert, and an
+      `scf.forall` over token-slots scatters every row and slot id to
+      `offset + position` (experts in order, tokens stable within an
+      expert). A `moe.dispatch` whose indices come from elsewhere gets the
+      same counting sort over token-slots.
+    * **Bias update.** Exact quantile balancing selects, per expert (an
+      `scf.forall` over experts), the q-th and (q+1)-th smallest `r` with
+      `q = round(N k / E)` clamped to `[1, N]`, by an MSD radix select over
+      the floats' order-preserving integer keys (four passes of 8 bits,
+      O(N) per expert, bounded by the `[E, N]` buffer); their midpoint,
+      centred, is the next bias. The histogram form finds the bin where the
+      running count reaches `N k / E` and interpolates; the sign form adds
+      `rate * sign(N k / E - load)`. An empty batch keeps the centred bias.
+    * **Grouped experts.** Every `moe.expert_ffn` becomes an `scf.forall`
+      over a flat list of row tiles (`ceil(rows_j / row-tile)` for expert
+      `j`): each tile finds its expert, pads its rows to `row-tile`, and
+      runs the gate, up and down GEMMs of that expert with the activation
+      in fp32.
+    * **Combine.** Every `moe.combine` becomes a weighted gather in fp32
+      through the token-slot to row map of its dispatch (or the inverse of
+      `source_slot` when the dispatch was not lowered here).
+
+    Requirements: static hidden size `d` for `moe.route`; static expert
+    count, hidden size and width for `moe.expert_ffn`; the token count may
+    be dynamic everywhere. An op that fails them gets an error and the pass
+    fails. `moe.glu_ffn` (the shared expert) is left to
+    `-convert-moe-to-linalg`. The output contains no `moe.route`,
+    `moe.dispatch`, `moe.expert_ffn` or `moe.combine`.
+  }];
+  let options = [
+    Option<"tokenTile", "token-tile", "int64_t", "64",
+           "Tokens per tile of the routing kernel">,
+    Option<"tokenGroups", "token-groups", "int64_t", "16",
+           "Most groups of the routing kernel; each walks a contiguous run "
+           "of token tiles">,
+    Option<"rowTile", "row-tile", "int64_t", "32",
+           "Rows per tile of the grouped expert GEMMs">
+  ];
+  let statistics = [
+    Statistic<"numRoutes", "num-routes", "Number of moe.route ops lowered">,
+    Statistic<"numFusedDispatches", "num-fused-dispatches",
+              "Number of moe.dispatch ops fused with their route">,
+    Statistic<"numDispatches", "num-dispatches",
+              "Number of stand-alone moe.dispatch ops lowered">,
+    Statistic<"numExpertFFNs", "num-expert-ffns",
+              "Number of moe.expert_ffn ops lowered to grouped GEMMs">,
+    Statistic<"numCombines", "num-combines", "Number of moe.combine ops lowered">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+}
+
 #endif // MOE_DIALECT_MOE_TRANSFORMS_PASSES_TD

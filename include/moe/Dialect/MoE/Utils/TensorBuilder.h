@@ -5,7 +5,7 @@
 // Helpers that build element-wise maps, reductions over the last dimension,
 // contractions and reshapes as linalg/tensor ops on (possibly dynamically
 // shaped) tensors. Shared by the moe passes and conversions (-moe-decompose,
-// -moe-tile-linear-attention, -convert-moe-to-linalg).
+// -moe-tile-linear-attention, -moe-tile-attention, -convert-moe-to-linalg).
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,6 +33,14 @@ Value floatConstant(OpBuilder &b, Location loc, Type type, double value);
 
 /// `1 / (1 + exp(-x))`.
 Value buildSigmoid(OpBuilder &b, Location loc, Value x);
+
+/// The gated FFN activation `h(a, u)` on scalars `a = x Wg`, `u = x Wu`
+/// (ALGORITHMS.md sections 6 and 7.1): SwiGLU `a sigmoid(a) u` without
+/// `gateBeta`; SiTU-GLU `gateBeta tanh(a / gateBeta) sigmoid(a) cap(u)` with
+/// it, where `cap(u) = upBeta tanh(u / upBeta)` (`u` without `upBeta`).
+Value buildGatedActivation(OpBuilder &b, Location loc, Value a, Value u,
+                           std::optional<double> gateBeta,
+                           std::optional<double> upBeta);
 
 /// Body of an element-wise or reduction generic: gets the scalar block
 /// arguments (without the output for `map`) and returns the value to yield.
@@ -83,6 +91,13 @@ public:
   /// returns `[..., n]` with `resultElementType`.
   Value project(Value input, Value weight, Type resultElementType,
                 bool transposed = false);
+
+  /// The fp32 product of two 2-D fp32 tensors, `op(lhs) . op(rhs)`, where
+  /// `op` transposes when `transposeLhs` / `transposeRhs` is set: one
+  /// `linalg.generic` with (parallel, parallel, reduction) loops. Used for
+  /// the static tile contractions of the tiling passes.
+  Value matmul(Value lhs, Value rhs, bool transposeLhs = false,
+               bool transposeRhs = false);
 
   /// Splits the last dimension of `value` into `[heads, width]`.
   Value splitHeads(Value value, int64_t heads, int64_t width);

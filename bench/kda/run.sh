@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# bench/kda/run.sh - the KDA benchmark, on the GPU machine, in one command.
+#
+# Needs bench/kda/out/kda_forward.o from bench/kda/compile.sh (run where
+# MLIR 22 is installed) and flash-linear-attention's source in
+# .peers/flash-linear-attention (git-ignored, never committed). Builds
+# moert's MLIR adapter with the machine's compiler, links the kernel into a
+# shared library and runs bench/kda/bench.py, which checks the results
+# against a float64 reference and times both implementations.
+# Usage: bench/kda/run.sh [OUTDIR] [bench.py options]
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+out=${1:-$root/bench/kda/out}
+shift || true
+cuda=${CUDA_HOME:-/usr/local/cuda}
+lib=$root/bench/kda/out
+mkdir -p "$out"
+g++ -O2 -std=c++17 -shared -fPIC "$root/runtime/lib/MlirGpuAdapter.cpp" \
+  -I"$root/runtime/include" -I"$cuda/include" -L"$cuda/lib64/stubs" -lcuda \
+  -o "$lib/libmoert_mlir.so"
+g++ -shared -o "$lib/libkda_forward.so" "$lib/kda_forward.o" \
+  -L"$lib" -lmoert_mlir -Wl,-rpath,"$lib"
+python3 "$root/bench/kda/bench.py" --lib "$lib/libkda_forward.so" \
+  --adapter "$lib/libmoert_mlir.so" \
+  --fla "$root/.peers/flash-linear-attention" --out "$out" "$@"

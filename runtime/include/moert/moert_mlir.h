@@ -1,0 +1,42 @@
+/*===- moert_mlir.h - moert's adapter for MLIR's GPU host ABI -----*- C -*-===*
+ *
+ * Part of the moe-mlir project.
+ *
+ * MLIR's GPU-to-LLVM lowering makes host code call a fixed set of `mgpu*`
+ * functions (module load, kernel launch, streams, allocation). The adapter
+ * library `libmoert_mlir.so` implements them on the CUDA driver API so that
+ * JIT-compiled host code (moe-run --target=cuda) can run its kernels.
+ *
+ * That ABI has no context or status parameter, so the adapter keeps one
+ * process-wide context (device 0's primary context) and records the first
+ * failure instead of printing it; after the first failure every call does
+ * nothing. Callers check moertMlirGetError() after running JIT code.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef MOERT_MOERT_MLIR_H
+#define MOERT_MOERT_MLIR_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// The first failure since the last clear ("" if none): the driver call, its
+/// CUresult name and, for a module load, the JIT log.
+const char *moertMlirGetError(void);
+
+/// Forgets the recorded failure.
+void moertMlirClearError(void);
+
+/// Allocates `sizeBytes` of memory that host and device share (managed
+/// memory); returns null on failure (and records it).
+void *moertMlirAllocShared(unsigned long long sizeBytes);
+
+/// Frees memory from moertMlirAllocShared or from a host-shared gpu.alloc.
+void moertMlirFree(void *ptr);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MOERT_MOERT_MLIR_H */

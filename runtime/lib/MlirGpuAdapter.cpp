@@ -1,0 +1,289 @@
+//===- MlirGpuAdapter.cpp - MLIR's mgpu* host ABI on the CUDA driver ------===//
+//
+// Part of the moe-mlir project.
+//
+// Implements the functions that MLIR's GPU-to-LLVM lowering calls from host
+// code: module load (PTX through the driver JIT, or cubin), function lookup,
+// kernel launch, streams, and allocation (device or host-shared). Failures
+// are recorded, never printed; see moert_mlir.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "moert/moert_mlir.h"
+
+#include <cuda.h> // defines: the driver API
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace {
+
+/// Process-wide adapter state: the ABI passes no context.
+struct AdapterState {
+  std::mutex mutex;
+  std::string error;
+  CUcontext context = nullptr;
+  bool initialized = false;
+};
+
+AdapterState &state() {
+  static AdapterState instance;
+  return instance;
+}
+
+/// Records the first failure of `call` with its CUresult name.
+void recordFailure(const char *call, CUresult result,
+                   const std::string &detail = {}) {
+  AdapterState &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (!s.error.empty())
+    return;
+  const char *name = nullptr;
+  if (cuGetErrorName(result, &name) != CUDA_SUCCESS || !name)
+    name = "unknown CUresult";
+  s.error = std::string(call) + " failed: " + name;
+  if (!detail.empty())
+    s.error += " (" + detail + ")";
+}
+
+bool failed() {
+  AdapterState &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return !s.error.empty();
+}
+
+#define MOERT_MLIR_CHECK(expr, ...)                                            \
+  do {                                                                         \
+    CUresult result_ = (expr);                                                 \
+    if (result_ != CUDA_SUCCESS) {                                             \
+      recordFailure(#expr, result_);                                           \
+      return __VA_ARGS__;                                                      \
+    }                                                                          \
+  } while (false)
+
+/// Makes device 0's primary context current on this thread, creating it and
+/// sizing the device heap (kernels allocate tiles with malloc) on first use.
+bool ensureContext() {
+  if (failed())
+    return false;
+  AdapterState &s = state();
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (s.initialized) {
+      CUcontext current = nullptr;
+      if (cuCtxGetCurrent(&current) == CUDA_SUCCESS && current == s.context)
+        return true;
+    }
+  }
+  MOERT_MLIR_CHECK(cuInit(/*Flags=*/0), false);
+  CUdevice device;
+  MOERT_MLIR_CHECK(cuDeviceGet(&device, /*ordinal=*/0), false);
+  CUcontext context;
+  MOERT_MLIR_CHECK(cuDevicePrimaryCtxRetain(&context, device), false);
+  MOERT_MLIR_CHECK(cuCtxSetCurrent(context), false);
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (!s.initialized) {
+    size_t heapBytes = size_t(1) << 30;
+    if (const char *env = std::getenv("MOERT_DEVICE_HEAP_BYTES"))
+      heapBytes = std::strtoull(env, nullptr, 10);
+    CUresult result = cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, heapBytes);
+    if (result != CUDA_SUCCESS) {
+      s.mutex.unlock();
+      recordFailure("cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE)", result);
+      s.mutex.lock();
+      return false;
+    }
+    s.context = context;
+    s.initialized = true;
+  }
+  return true;
+}
+
+CUmodule loadModule(const void *data, bool isPTX, int optLevel) {
+  if (!ensureContext())
+    return nullptr;
+  char log[8192] = {0};
+  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER,
+                            CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                            CU_JIT_OPTIMIZATION_LEVEL};
+  void *values[] = {log, reinterpret_cast<void *>(sizeof(log)),
+                    reinterpret_cast<void *>(static_cast<intptr_t>(
+                        optLevel < 0 ? 0 : (optLevel > 4 ? 4 : optLevel)))};
+  CUmodule module = nullptr;
+  CUresult result =
+      cuModuleLoadDataEx(&module, data, isPTX ? 3 : 2, options, values);
+  if (result != CUDA_SUCCESS) {
+    recordFailure("cuModuleLoadDataEx", result,
+                  log[0] ? std::string("JIT log: ") + log : std::string());
+    return nullptr;
+  }
+  return module;
+}
+
+} // namespace
+
+extern "C" {
+
+const char *moertMlirGetError(void) {
+  AdapterState &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return s.error.c_str();
+}
+
+void moertMlirClearError(void) {
+  AdapterState &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.error.clear();
+}
+
+void *moertMlirAllocShared(unsigned long long sizeBytes) {
+  if (!ensureContext())
+    return nullptr;
+  CUdeviceptr ptr = 0;
+  MOERT_MLIR_CHECK(
+      cuMemAllocManaged(&ptr, sizeBytes ? sizeBytes : 1, CU_MEM_ATTACH_GLOBAL),
+      nullptr);
+  return reinterpret_cast<void *>(ptr);
+}
+
+void moertMlirFree(void *ptr) {
+  if (!ptr || !ensureContext())
+    return;
+  MOERT_MLIR_CHECK(cuMemFree(reinterpret_cast<CUdeviceptr>(ptr)));
+}
+
+//===----------------------------------------------------------------------===//
+// The mgpu* ABI (signatures fixed by MLIR's GPU-to-LLVM lowering)
+//===----------------------------------------------------------------------===//
+
+void *mgpuModuleLoad(void *data, size_t /*gpuBlobSize*/) {
+  return loadModule(data, /*isPTX=*/false, /*optLevel=*/4);
+}
+
+void *mgpuModuleLoadJIT(void *data, int optLevel) {
+  return loadModule(data, /*isPTX=*/true, optLevel);
+}
+
+void mgpuModuleUnload(void *module) {
+  if (!module || failed())
+    return;
+  MOERT_MLIR_CHECK(cuModuleUnload(static_cast<CUmodule>(module)));
+}
+
+void *mgpuModuleGetFunction(void *module, const char *name) {
+  if (!module || !ensureContext())
+    return nullptr;
+  CUfunction function = nullptr;
+  CUresult result =
+      cuModuleGetFunction(&function, static_cast<CUmodule>(module), name);
+  if (result != CUDA_SUCCESS) {
+    recordFailure("cuModuleGetFunction", result, name);
+    return nullptr;
+  }
+  return function;
+}
+
+void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
+                      intptr_t gridZ, intptr_t blockX, intptr_t blockY,
+                      intptr_t blockZ, int32_t smem, void *stream,
+                      void **params, void **extra, size_t /*paramsCount*/) {
+  if (!function || !ensureContext())
+    return;
+  if (gridX <= 0 || gridY <= 0 || gridZ <= 0)
+    return; // An empty grid (e.g. batch 0) launches nothing.
+  MOERT_MLIR_CHECK(cuLaunchKernel(
+      static_cast<CUfunction>(function), gridX, gridY, gridZ, blockX, blockY,
+      blockZ, smem, static_cast<CUstream>(stream), params, extra));
+}
+
+void *mgpuStreamCreate(void) {
+  if (!ensureContext())
+    return nullptr;
+  CUstream stream = nullptr;
+  MOERT_MLIR_CHECK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), nullptr);
+  return stream;
+}
+
+void mgpuStreamDestroy(void *stream) {
+  if (!stream || failed())
+    return;
+  MOERT_MLIR_CHECK(cuStreamDestroy(static_cast<CUstream>(stream)));
+}
+
+void mgpuStreamSynchronize(void *stream) {
+  if (failed())
+    return;
+  MOERT_MLIR_CHECK(cuStreamSynchronize(static_cast<CUstream>(stream)));
+}
+
+void *mgpuMemAlloc(uint64_t sizeBytes, void * /*stream*/, bool isHostShared) {
+  if (isHostShared)
+    return moertMlirAllocShared(sizeBytes);
+  if (!ensureContext())
+    return nullptr;
+  CUdeviceptr ptr = 0;
+  MOERT_MLIR_CHECK(cuMemAlloc(&ptr, sizeBytes ? sizeBytes : 1), nullptr);
+  return reinterpret_cast<void *>(ptr);
+}
+
+void mgpuMemFree(void *ptr, void * /*stream*/) { moertMlirFree(ptr); }
+
+} // extern "C"
+
+//===----------------------------------------------------------------------===//
+// memrefCopy (MLIR's C runner-utils ABI), so that host code that copies
+// strided buffers needs no MLIR library at run time
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// An unranked memref as MLIR passes it: rank and a ranked descriptor.
+struct UnrankedMemRef {
+  int64_t rank;
+  void *descriptor;
+};
+/// The ranked descriptor's fields: allocated, aligned, offset, sizes[rank],
+/// strides[rank].
+struct RankedView {
+  char *aligned;
+  int64_t offset;
+  const int64_t *sizes;
+  const int64_t *strides;
+};
+RankedView viewOf(const UnrankedMemRef *memref) {
+  auto *words = static_cast<const int64_t *>(memref->descriptor);
+  return {reinterpret_cast<char *>(words[1]), words[2], words + 3,
+          words + 3 + memref->rank};
+}
+} // namespace
+
+extern "C" void memrefCopy(int64_t elementSize, UnrankedMemRef *src,
+                           UnrankedMemRef *dst) {
+  int64_t rank = src->rank;
+  RankedView from = viewOf(src), to = viewOf(dst);
+  int64_t count = 1;
+  for (int64_t d = 0; d < rank; ++d)
+    count *= from.sizes[d];
+  if (count == 0)
+    return;
+  // Walk every index in row-major order, keeping both element offsets.
+  std::vector<int64_t> index(rank, 0);
+  int64_t srcOffset = from.offset, dstOffset = to.offset;
+  for (int64_t n = 0; n < count; ++n) {
+    std::memcpy(to.aligned + dstOffset * elementSize,
+                from.aligned + srcOffset * elementSize, elementSize);
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      if (++index[d] < from.sizes[d]) {
+        srcOffset += from.strides[d];
+        dstOffset += to.strides[d];
+        break;
+      }
+      srcOffset -= from.strides[d] * (from.sizes[d] - 1);
+      dstOffset -= to.strides[d] * (to.sizes[d] - 1);
+      index[d] = 0;
+    }
+  }
+}
