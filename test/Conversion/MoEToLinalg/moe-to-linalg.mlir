@@ -1,4 +1,4 @@
-// RUN: moe-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(convert-moe-to-linalg,cse))" | FileCheck %s --implicit-check-not=moe.l2_norm --implicit-check-not=moe.rms_norm --implicit-check-not=moe.decay_gate --implicit-check-not=moe.short_conv --implicit-check-not=moe.cross_entropy --implicit-check-not=moe.embedding
+// RUN: moe-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(convert-moe-to-linalg,cse))" | FileCheck %s --implicit-check-not=moe.l2_norm --implicit-check-not=moe.rms_norm --implicit-check-not=moe.decay_gate --implicit-check-not=moe.short_conv --implicit-check-not=moe.cross_entropy --implicit-check-not=moe.embedding --implicit-check-not=moe.glu_ffn
 
 // l2_norm (ALGORITHMS.md section 1.2): sum of squares over the last dim, then
 // x / sqrt(sum + eps). Batch and sequence are dynamic.
@@ -283,6 +283,57 @@ func.func @cross_entropy_single(%l: tensor<16xbf16>, %t: tensor<i64>) -> tensor<
 func.func @embedding(%t: tensor<?x?xi32>, %table: tensor<32x8xf32>) -> tensor<?x?x8xf32> {
   %h = moe.embedding %t, %table : tensor<?x?xi32>, tensor<32x8xf32> -> tensor<?x?x8xf32>
   return %h : tensor<?x?x8xf32>
+}
+
+// -----
+
+// glu_ffn (ALGORITHMS.md sections 6 and 7.1) with SiTU-GLU on bf16 tokens of
+// any rank: the gate and up contractions in fp32, the activation
+// 4 tanh(a / 4) sigmoid(a) * 25 tanh(u / 25), the down contraction in fp32,
+// then the conversion back to bf16.
+
+// CHECK-LABEL: func.func @glu_ffn_situ
+// CHECK-SAME: (%[[X:[^:]*]]: tensor<?x?x8xbf16>, %[[WG:[^:]*]]: tensor<8x4xbf16>, %[[WU:[^:]*]]: tensor<8x4xbf16>, %[[WD:[^:]*]]: tensor<4x8xbf16>)
+// CHECK: %[[A:.*]] = linalg.generic {{.*}} ins(%[[X]], %[[WG]] : tensor<?x?x8xbf16>, tensor<8x4xbf16>) outs(%{{.*}} : tensor<?x?x4xf32>)
+// CHECK: %[[U:.*]] = linalg.generic {{.*}} ins(%[[X]], %[[WU]] : tensor<?x?x8xbf16>, tensor<8x4xbf16>) outs(%{{.*}} : tensor<?x?x4xf32>)
+// CHECK: %[[H:.*]] = linalg.generic {{.*}} ins(%[[A]], %[[U]] : tensor<?x?x4xf32>, tensor<?x?x4xf32>)
+// CHECK: ^bb0(%[[AV:.*]]: f32, %[[UV:.*]]: f32, %{{.*}}: f32):
+// CHECK: %[[GB:.*]] = arith.constant 4.000000e+00 : f32
+// CHECK: arith.divf %[[AV]], %[[GB]] : f32
+// CHECK: math.tanh
+// CHECK: math.exp
+// CHECK: %[[UB:.*]] = arith.constant 2.500000e+01 : f32
+// CHECK: arith.divf %[[UV]], %[[UB]] : f32
+// CHECK: math.tanh
+// CHECK: %[[Y:.*]] = linalg.generic {{.*}} ins(%[[H]], %[[WD]] : tensor<?x?x4xf32>, tensor<4x8xbf16>) outs(%{{.*}} : tensor<?x?x8xf32>)
+// CHECK: %[[OUT:.*]] = linalg.generic {{.*}} ins(%[[Y]] : tensor<?x?x8xf32>) outs(%{{.*}} : tensor<?x?x8xbf16>)
+// CHECK: arith.truncf
+// CHECK: return %[[OUT]]
+func.func @glu_ffn_situ(%x: tensor<?x?x8xbf16>, %wg: tensor<8x4xbf16>, %wu: tensor<8x4xbf16>,
+                        %wd: tensor<4x8xbf16>) -> tensor<?x?x8xbf16> {
+  %y = moe.glu_ffn %x, %wg, %wu, %wd
+      {activation = #moe.activation<situ_glu, gate_beta = 4.0, up_beta = 25.0>}
+      : tensor<?x?x8xbf16>, tensor<8x4xbf16>, tensor<8x4xbf16>, tensor<4x8xbf16>
+  return %y : tensor<?x?x8xbf16>
+}
+
+// -----
+
+// SwiGLU: a sigmoid(a) u, no soft caps.
+
+// CHECK-LABEL: func.func @glu_ffn_swiglu
+// CHECK: linalg.generic
+// CHECK: linalg.generic
+// CHECK: ^bb0(%[[AV:.*]]: f32, %[[UV:.*]]: f32, %{{.*}}: f32):
+// CHECK-NOT: math.tanh
+// CHECK: %[[SIG:.*]] = arith.divf
+// CHECK: %[[G:.*]] = arith.mulf %[[AV]], %[[SIG]] : f32
+// CHECK: arith.mulf %[[G]], %[[UV]] : f32
+func.func @glu_ffn_swiglu(%x: tensor<?x8xf32>, %wg: tensor<8x4xf32>, %wu: tensor<8x4xf32>,
+                          %wd: tensor<4x8xf32>) -> tensor<?x8xf32> {
+  %y = moe.glu_ffn %x, %wg, %wu, %wd {activation = #moe.activation<swiglu>}
+      : tensor<?x8xf32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<4x8xf32>
+  return %y : tensor<?x8xf32>
 }
 
 // -----

@@ -291,3 +291,29 @@ func.func @dynamic_expert_width(%xp: tensor<?x16xf32>, %off: tensor<9xi64>,
          tensor<8x16x?xf32>, tensor<8x?x16xf32>) -> tensor<?x16xf32>
   return %yp : tensor<?x16xf32>
 }
+
+// -----
+
+func.func @dynamic_expert_count(%xp: tensor<?x16xf32>, %off: tensor<?xi64>,
+                                %wg: tensor<?x16x4xf32>, %wu: tensor<?x16x4xf32>,
+                                %wd: tensor<?x4x16xf32>) -> tensor<?x16xf32> {
+  // expected-error @+1 {{'moe.expert_ffn' op expects a static expert count (dimension 0 of 'tensor<?x16x4xf32>')}}
+  %yp = moe.expert_ffn %xp, %off, %wg, %wu, %wd
+      {activation = #moe.activation<swiglu>}
+      : (tensor<?x16xf32>, tensor<?xi64>, tensor<?x16x4xf32>,
+         tensor<?x16x4xf32>, tensor<?x4x16xf32>) -> tensor<?x16xf32>
+  return %yp : tensor<?x16xf32>
+}
+
+// -----
+
+func.func @dynamic_expert_hidden(%xp: tensor<?x?xf32>, %off: tensor<9xi64>,
+                                 %wg: tensor<8x?x4xf32>, %wu: tensor<8x?x4xf32>,
+                                 %wd: tensor<8x4x?xf32>) -> tensor<?x?xf32> {
+  // expected-error @+1 {{'moe.expert_ffn' op expects a static hidden size (dimension 1 of 'tensor<8x?x4xf32>')}}
+  %yp = moe.expert_ffn %xp, %off, %wg, %wu, %wd
+      {activation = #moe.activation<swiglu>}
+      : (tensor<?x?xf32>, tensor<9xi64>, tensor<8x?x4xf32>,
+         tensor<8x?x4xf32>, tensor<8x4x?xf32>) -> tensor<?x?xf32>
+  return %yp : tensor<?x?xf32>
+}

@@ -83,12 +83,19 @@ public:
   RoutedLowering(ImplicitLocOpBuilder &b, const RoutingTileSizes &tiles)
       : b(b), tb(b), tiles(tiles) {}
 
+  /// The routing kernel of `op`: an scf.forall over token-tile groups.
   RoutingKernel buildRoutingKernel(RouteOp op, Balance balance);
+  /// The balancer's next bias from the kernel's statistics.
   Value buildNextBias(RouteOp op, Balance balance, const RoutingKernel &kernel);
+  /// The scan and scatter of a dispatch of the kernel's indices.
   DispatchResult buildFusedDispatch(DispatchOp op, const RoutingKernel &kernel,
                                     int64_t topK);
+  /// A counting sort of the token-slots of `op`'s indices, then the scatter.
   DispatchResult buildStandaloneDispatch(DispatchOp op);
+  /// The grouped GEMM over a flat list of row tiles.
   Value buildGroupedFFN(ExpertFFNOp op);
+  /// The weighted gather; `slotRow` may be null (then source_slot is
+  /// inverted first).
   Value buildCombine(CombineOp op, Value slotRow);
 
 private:
@@ -118,8 +125,8 @@ private:
       ValueRange inputs, ArrayRef<AffineMap> inputMaps, ValueRange inits,
       ArrayRef<AffineMap> outputMaps, int64_t numLoops, int64_t numParallel,
       function_ref<SmallVector<Value>(OpBuilder &, Location, ValueRange)> body);
-  /// Rows `[offset, offset + rows)` of the 2-D `source`, zero-padded below
-  /// to `size` rows (or the 1-D slice padded with `padValue`).
+  /// Rows `[offset, offset + rows)` of the 1-D or 2-D `source`, padded
+  /// below with `padValue` to a static `size` rows.
   Value paddedRows(Value source, Value offset, Value rows, int64_t size,
                    Value padValue);
   Value castTo(Value value, Type type) { return castTensor(b, value, type); }

@@ -211,17 +211,7 @@ std::pair<Value, Value> AttentionTiler::build(MLAAttentionOp op) {
   Value numPeriods = arith::CeilDivUIOp::create(b, length, periodSize);
   Value padded = arith::MulIOp::create(b, numPeriods, periodSize);
   Value numQueryTiles = arith::CeilDivUIOp::create(b, length, idx(queryTile));
-  auto pad = [&](Value x) {
-    x = tb.convert(x, f32());
-    SmallVector<OpFoldResult> sizes = tb.sizesOf(x);
-    SmallVector<OpFoldResult> paddedSizes(sizes);
-    paddedSizes[1] = padded;
-    Value zeros = tb.filled(paddedSizes, f32(), 0.0);
-    SmallVector<OpFoldResult> zerosAt(sizes.size(), attr(0));
-    SmallVector<OpFoldResult> ones(sizes.size(), attr(1));
-    return tensor::InsertSliceOp::create(b, x, zeros, zerosAt, sizes, ones)
-        .getResult();
-  };
+  auto pad = [&](Value x) { return tb.zeroPadded(x, 1, padded, f32()); };
   Value q = pad(op.getQuery()), k = pad(op.getKey()), v = pad(op.getValue());
   Value gate = op.getGate() ? pad(op.getGate()) : Value();
 

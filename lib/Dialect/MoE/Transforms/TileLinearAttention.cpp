@@ -443,17 +443,7 @@ std::pair<Value, Value> KDATiler::build(KDAOp op) {
   // k = v = 0 and beta = 0, so it leaves the state unchanged.
   Value numChunks = arith::CeilDivUIOp::create(b, length, idx(chunk));
   Value padded = arith::MulIOp::create(b, numChunks, idx(chunk));
-  auto pad = [&](Value x) {
-    x = tb.convert(x, f32());
-    SmallVector<OpFoldResult> sizes = tb.sizesOf(x);
-    SmallVector<OpFoldResult> paddedSizes(sizes);
-    paddedSizes[1] = padded;
-    Value zeros = tb.filled(paddedSizes, f32(), 0.0);
-    SmallVector<OpFoldResult> zerosAt(sizes.size(), attr(0));
-    SmallVector<OpFoldResult> ones(sizes.size(), attr(1));
-    return tensor::InsertSliceOp::create(b, x, zeros, zerosAt, sizes, ones)
-        .getResult();
-  };
+  auto pad = [&](Value x) { return tb.zeroPadded(x, 1, padded, f32()); };
   Value q = pad(op.getQuery()), k = pad(op.getKey()), v = pad(op.getValue()),
         g = pad(op.getLogDecay()), beta = pad(op.getBeta());
   bool valueMajor = op.getStateLayout() == StateLayout::ValueMajor;

@@ -141,6 +141,19 @@ Value TensorBuilder::reduceLast(Value input, Type accType, double init,
   return generic.getResult(0);
 }
 
+Value TensorBuilder::zeroPadded(Value value, unsigned dim, OpFoldResult size,
+                                Type elementType) {
+  value = convert(value, elementType);
+  SmallVector<OpFoldResult> sizes = sizesOf(value);
+  SmallVector<OpFoldResult> paddedSizes(sizes);
+  paddedSizes[dim] = size;
+  Value zeros = filled(paddedSizes, elementType, 0.0);
+  SmallVector<OpFoldResult> offsets(sizes.size(), b.getIndexAttr(0));
+  SmallVector<OpFoldResult> strides(sizes.size(), b.getIndexAttr(1));
+  return tensor::InsertSliceOp::create(b, value, zeros, offsets, sizes, strides)
+      .getResult();
+}
+
 Value TensorBuilder::convert(Value value, Type elementType) {
   if (tensorTypeOf(value).getElementType() == elementType)
     return value;

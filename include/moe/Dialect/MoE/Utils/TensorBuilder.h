@@ -74,6 +74,11 @@ public:
   /// returns the new accumulator.
   Value reduceLast(Value input, Type accType, double init, ScalarFn fn);
 
+  /// `value` converted to `elementType` and extended with zeros along
+  /// dimension `dim` to `size` (at least the current size).
+  Value zeroPadded(Value value, unsigned dim, OpFoldResult size,
+                   Type elementType);
+
   /// Converts every element of `value` to `elementType`.
   Value convert(Value value, Type elementType);
 
