@@ -16,8 +16,8 @@ using namespace mlir;
 void mlir::moe::registerMoEPipelines() {
   PassPipelineRegistration<LowerToCPUOptions>(
       "moe-lower-to-cpu",
-      "Lower tensor-level IR (func, linalg, tensor, scf, arith, math; moe ops "
-      "once their lowerings exist) to the LLVM dialect for the host: one-shot "
+      "Lower tensor-level IR (func, linalg, tensor, scf, arith, math, and the "
+      "moe primitive and layer ops) to the LLVM dialect for the host: one-shot "
       "bufferization, buffer deallocation, loops, LLVM conversion, C "
       "interfaces for every function",
       buildLowerToCPUPipeline);

@@ -29,13 +29,6 @@ struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
       llvm::cl::init(true)};
 };
 
-/// Adds the passes that lower moe-specific ops to upstream tensor-level IR
-/// (func + linalg/tensor/scf/arith/math). This is the hook through which the
-/// moe dialect reaches every back end: each pass that turns moe ops into
-/// upstream ops (decomposition of layers, moe-to-linalg conversions, tiling of
-/// linear attention, ...) is appended here, in the order it must run. Today
-/// it holds `convert-moe-to-linalg`; moe ops that no pass lowers yet are
-/// rejected by bufferization with "op was not bufferized".
 /// Options of the moe-lower-to-nvvm pipeline.
 struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
   PassOptions::Option<std::string> chip{
@@ -58,6 +51,13 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
       llvm::cl::init(true)};
 };
 
+/// Adds the passes that lower moe-specific ops to upstream tensor-level IR
+/// (func + linalg/tensor/scf/arith/math), in the order they must run. This is
+/// the hook through which the moe dialect reaches every back end: layer
+/// decomposition, routing fusion, KDA tiling (before the decay gate is
+/// lowered, since the decay-bound analysis reads it), attention tiling and
+/// convert-moe-to-linalg. moe ops that no pass lowers (moe.model, moe.param)
+/// are rejected by bufferization with "op was not bufferized".
 void addMoEToUpstreamPasses(OpPassManager &pm);
 
 /// One-shot bufferization with identity layouts at function boundaries and
