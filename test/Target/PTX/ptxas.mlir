@@ -1,0 +1,12 @@
+// Every kernel example goes through moe-lower-to-nvvm with format=bin, so
+// ptxas from the CUDA toolkit assembles its PTX for sm_90 (the pass fails if
+// ptxas rejects it) and the cubin ELF is embedded.
+// REQUIRES: ptxas
+// RUN: env CUDA_HOME=/usr/local/cuda moe-opt %moe_src_root/examples/kernels/kda.mlir --moe-lower-to-nvvm="format=bin" 2>/dev/null | FileCheck %s --check-prefix=KDA
+// RUN: env CUDA_HOME=/usr/local/cuda moe-opt %moe_src_root/examples/kernels/mla.mlir --moe-lower-to-nvvm="format=bin" 2>/dev/null | FileCheck %s --check-prefix=MLA
+// RUN: env CUDA_HOME=/usr/local/cuda moe-opt %moe_src_root/examples/kernels/moe_ffn.mlir --moe-lower-to-nvvm="format=bin" 2>/dev/null | FileCheck %s --check-prefix=MOE
+
+// KDA: gpu.binary @kda_forward_kernel  [#gpu.object<#nvvm.target<O = 3, chip = "sm_90", features = "+ptx80">, properties = {ISAToBinaryTimeInMs = {{[0-9]+}} : i64, LLVMIRToISATimeInMs = {{[0-9]+}} : i64}, bin = "\7FELF
+// KDA: gpu.binary @kda_forward_softplus_kernel {{.*}} bin = "\7FELF
+// MLA: gpu.binary @mla_attention_forward_kernel {{.*}} bin = "\7FELF
+// MOE: gpu.binary @moe_ffn_forward_kernel {{.*}} bin = "\7FELF
