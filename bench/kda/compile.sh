@@ -8,21 +8,13 @@
 # GPU machine. The kernel is examples/kernels/kda.mlir with its shapes
 # rewritten, so the benchmark runs exactly the example's code.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-build=${MOE_BUILD_DIR:-$root/build}
 out=$root/bench/kda/out
-llvm=/usr/lib/llvm-22/bin
 mkdir -p "$out"
-export CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 
 sed -e 's/?x?x4x64x/?x?x16x128x/g' -e 's/?x?x4xf32/?x?x16xf32/g' \
     -e 's/<4xf32>/<16xf32>/g' -e 's/<4x64xf32>/<16x128xf32>/g' \
     -e 's/?x4x64x64x/?x16x128x128x/g' \
     "$root/examples/kernels/kda.mlir" > "$out/kda_h16_k128.mlir"
-"$build/bin/moe-opt" "$out/kda_h16_k128.mlir" --moe-lower-to-nvvm \
-  -o "$out/kda.llvm.mlir" 2> "$out/remarks.txt"
-"$llvm/mlir-translate" --mlir-to-llvmir "$out/kda.llvm.mlir" -o "$out/kda.ll"
-"$llvm/llc" -O2 -filetype=obj -relocation-model=pic "$out/kda.ll" \
-  -o "$out/kda_forward.o"
-echo "bench/kda: wrote $out/kda_forward.o"
-cat "$out/remarks.txt" | grep -o 'kda tiled.*' || true
+moe_bench_compile "$out/kda_h16_k128.mlir" "$out/kda_forward.o"

@@ -9,17 +9,13 @@
 # against a float64 reference and times both implementations.
 # Usage: bench/kda/run.sh [OUTDIR] [bench.py options]
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 out=${1:-$root/bench/kda/out}
 shift || true
-cuda=${CUDA_HOME:-/usr/local/cuda}
 lib=$root/bench/kda/out
 mkdir -p "$out"
-g++ -O2 -std=c++17 -shared -fPIC "$root/runtime/lib/MlirGpuAdapter.cpp" \
-  -I"$root/runtime/include" -I"$cuda/include" -L"$cuda/lib64/stubs" -lcuda \
-  -o "$lib/libmoert_mlir.so"
-g++ -shared -o "$lib/libkda_forward.so" "$lib/kda_forward.o" \
-  -L"$lib" -lmoert_mlir -Wl,-rpath,"$lib"
+moe_bench_link "$lib/kda_forward.o" "$lib/libkda_forward.so"
 python3 "$root/bench/kda/bench.py" --lib "$lib/libkda_forward.so" \
   --adapter "$lib/libmoert_mlir.so" \
   --fla "$root/.peers/flash-linear-attention" --out "$out" "$@"

@@ -219,6 +219,20 @@ def MoE_ActivationAttr : MoE_Attr<"Activation", "activation"> {
     `<` $kind (`,` struct($gate_beta, $up_beta)^)? `>`
   }];
   let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// gate_beta as a double; only for situ_glu.
+    std::optional<double> getGateBetaValue() const {
+      if (getKind() != Activation::SiTUGLU || !getGateBeta())
+        return std::nullopt;
+      return getGateBeta()->convertToDouble();
+    }
+    /// up_beta as a double; only for situ_glu, and optional there.
+    std::optional<double> getUpBetaValue() const {
+      if (getKind() != Activation::SiTUGLU || !getUpBeta())
+        return std::nullopt;
+      return getUpBeta()->convertToDouble();
+    }
+  }];
 }
 
 //===----------------------------------------------------------------------===//

@@ -11,6 +11,8 @@
 
 #include "Error.h"
 
+#include <optional>
+
 using namespace moert;
 
 static CUdeviceptr toDevice(const void *ptr) {
@@ -56,6 +58,22 @@ static moertStatus checkByte(moertContext ctx, int value) {
     return fail(ctx, MOERT_ERROR_INVALID_ARGUMENT,
                 "value must be a byte, 0..255 (got {})", value);
   return MOERT_SUCCESS;
+}
+
+/// Checks a memset (`src` unused) or copy and, when `stream` is given, the
+/// stream; skips 0 bytes; else runs `body(cuStream)` on the device.
+template <typename Body>
+static moertStatus transfer(moertContext ctx, const void *dst, const void *src,
+                            bool hasSource, intptr_t sizeBytes,
+                            std::optional<moertStream> stream, Body &&body) {
+  bool empty = false;
+  CUstream cuStream = nullptr;
+  MOERT_TRY(checkTransfer(ctx, dst, src, hasSource, sizeBytes, &empty));
+  if (stream)
+    MOERT_TRY(lookupStream(ctx, *stream, &cuStream));
+  if (empty)
+    return MOERT_SUCCESS;
+  return onDevice(ctx, [&]() -> moertStatus { return body(cuStream); });
 }
 
 moertStatus moertMemAlloc(moertContext ctx, intptr_t sizeBytes,
@@ -109,136 +127,104 @@ moertStatus moertHostFree(moertContext ctx, void *hostPtr) {
 moertStatus moertMemset(moertContext ctx, void *devicePtr, int value,
                         intptr_t sizeBytes) {
   return apiCall(ctx, __func__, [&]() -> moertStatus {
-    bool empty = false;
     MOERT_TRY(checkByte(ctx, value));
-    MOERT_TRY(checkTransfer(ctx, devicePtr, nullptr, /*hasSource=*/false,
-                            sizeBytes, &empty));
-    if (empty)
-      return MOERT_SUCCESS;
-    return onDevice(ctx, [&]() -> moertStatus {
-      MOERT_CU_CHECK(ctx, cuMemsetD8(toDevice(devicePtr), (unsigned char)value,
-                                     size_t(sizeBytes)));
-      return MOERT_SUCCESS;
-    });
+    return transfer(ctx, devicePtr, nullptr, /*hasSource=*/false, sizeBytes,
+                    std::nullopt, [&](CUstream) -> moertStatus {
+                      MOERT_CU_CHECK(ctx, cuMemsetD8(toDevice(devicePtr),
+                                                     (unsigned char)value,
+                                                     size_t(sizeBytes)));
+                      return MOERT_SUCCESS;
+                    });
   });
 }
 
 moertStatus moertMemsetAsync(moertContext ctx, void *devicePtr, int value,
                              intptr_t sizeBytes, moertStream stream) {
   return apiCall(ctx, __func__, [&]() -> moertStatus {
-    bool empty = false;
-    CUstream cuStream = nullptr;
     MOERT_TRY(checkByte(ctx, value));
-    MOERT_TRY(checkTransfer(ctx, devicePtr, nullptr, /*hasSource=*/false,
-                            sizeBytes, &empty));
-    MOERT_TRY(lookupStream(ctx, stream, &cuStream));
-    if (empty)
-      return MOERT_SUCCESS;
-    return onDevice(ctx, [&]() -> moertStatus {
-      MOERT_CU_CHECK(ctx,
-                     cuMemsetD8Async(toDevice(devicePtr), (unsigned char)value,
-                                     size_t(sizeBytes), cuStream));
-      return MOERT_SUCCESS;
-    });
+    return transfer(ctx, devicePtr, nullptr, /*hasSource=*/false, sizeBytes,
+                    stream, [&](CUstream cuStream) -> moertStatus {
+                      MOERT_CU_CHECK(ctx, cuMemsetD8Async(toDevice(devicePtr),
+                                                          (unsigned char)value,
+                                                          size_t(sizeBytes),
+                                                          cuStream));
+                      return MOERT_SUCCESS;
+                    });
   });
 }
 
 moertStatus moertMemcpyHtoD(moertContext ctx, void *dst, const void *src,
                             intptr_t sizeBytes) {
   return apiCall(ctx, __func__, [&]() -> moertStatus {
-    bool empty = false;
-    MOERT_TRY(
-        checkTransfer(ctx, dst, src, /*hasSource=*/true, sizeBytes, &empty));
-    if (empty)
-      return MOERT_SUCCESS;
-    return onDevice(ctx, [&]() -> moertStatus {
-      MOERT_CU_CHECK(ctx, cuMemcpyHtoD(toDevice(dst), src, size_t(sizeBytes)));
-      return MOERT_SUCCESS;
-    });
+    return transfer(ctx, dst, src, /*hasSource=*/true, sizeBytes, std::nullopt,
+                    [&](CUstream) -> moertStatus {
+                      MOERT_CU_CHECK(ctx, cuMemcpyHtoD(toDevice(dst), src,
+                                                       size_t(sizeBytes)));
+                      return MOERT_SUCCESS;
+                    });
   });
 }
 
 moertStatus moertMemcpyDtoH(moertContext ctx, void *dst, const void *src,
                             intptr_t sizeBytes) {
   return apiCall(ctx, __func__, [&]() -> moertStatus {
-    bool empty = false;
-    MOERT_TRY(
-        checkTransfer(ctx, dst, src, /*hasSource=*/true, sizeBytes, &empty));
-    if (empty)
-      return MOERT_SUCCESS;
-    return onDevice(ctx, [&]() -> moertStatus {
-      MOERT_CU_CHECK(ctx, cuMemcpyDtoH(dst, toDevice(src), size_t(sizeBytes)));
-      return MOERT_SUCCESS;
-    });
+    return transfer(ctx, dst, src, /*hasSource=*/true, sizeBytes, std::nullopt,
+                    [&](CUstream) -> moertStatus {
+                      MOERT_CU_CHECK(ctx, cuMemcpyDtoH(dst, toDevice(src),
+                                                       size_t(sizeBytes)));
+                      return MOERT_SUCCESS;
+                    });
   });
 }
 
 moertStatus moertMemcpyDtoD(moertContext ctx, void *dst, const void *src,
                             intptr_t sizeBytes) {
   return apiCall(ctx, __func__, [&]() -> moertStatus {
-    bool empty = false;
-    MOERT_TRY(
-        checkTransfer(ctx, dst, src, /*hasSource=*/true, sizeBytes, &empty));
-    if (empty)
-      return MOERT_SUCCESS;
-    return onDevice(ctx, [&]() -> moertStatus {
-      MOERT_CU_CHECK(
-          ctx, cuMemcpyDtoD(toDevice(dst), toDevice(src), size_t(sizeBytes)));
-      return MOERT_SUCCESS;
-    });
+    return transfer(ctx, dst, src, /*hasSource=*/true, sizeBytes, std::nullopt,
+                    [&](CUstream) -> moertStatus {
+                      MOERT_CU_CHECK(ctx,
+                                     cuMemcpyDtoD(toDevice(dst), toDevice(src),
+                                                  size_t(sizeBytes)));
+                      return MOERT_SUCCESS;
+                    });
   });
 }
 
 moertStatus moertMemcpyHtoDAsync(moertContext ctx, void *dst, const void *src,
                                  intptr_t sizeBytes, moertStream stream) {
   return apiCall(ctx, __func__, [&]() -> moertStatus {
-    bool empty = false;
-    CUstream cuStream = nullptr;
-    MOERT_TRY(
-        checkTransfer(ctx, dst, src, /*hasSource=*/true, sizeBytes, &empty));
-    MOERT_TRY(lookupStream(ctx, stream, &cuStream));
-    if (empty)
-      return MOERT_SUCCESS;
-    return onDevice(ctx, [&]() -> moertStatus {
-      MOERT_CU_CHECK(ctx, cuMemcpyHtoDAsync(toDevice(dst), src,
-                                            size_t(sizeBytes), cuStream));
-      return MOERT_SUCCESS;
-    });
+    return transfer(ctx, dst, src, /*hasSource=*/true, sizeBytes, stream,
+                    [&](CUstream cuStream) -> moertStatus {
+                      MOERT_CU_CHECK(ctx, cuMemcpyHtoDAsync(toDevice(dst), src,
+                                                            size_t(sizeBytes),
+                                                            cuStream));
+                      return MOERT_SUCCESS;
+                    });
   });
 }
 
 moertStatus moertMemcpyDtoHAsync(moertContext ctx, void *dst, const void *src,
                                  intptr_t sizeBytes, moertStream stream) {
   return apiCall(ctx, __func__, [&]() -> moertStatus {
-    bool empty = false;
-    CUstream cuStream = nullptr;
-    MOERT_TRY(
-        checkTransfer(ctx, dst, src, /*hasSource=*/true, sizeBytes, &empty));
-    MOERT_TRY(lookupStream(ctx, stream, &cuStream));
-    if (empty)
-      return MOERT_SUCCESS;
-    return onDevice(ctx, [&]() -> moertStatus {
-      MOERT_CU_CHECK(ctx, cuMemcpyDtoHAsync(dst, toDevice(src),
-                                            size_t(sizeBytes), cuStream));
-      return MOERT_SUCCESS;
-    });
+    return transfer(ctx, dst, src, /*hasSource=*/true, sizeBytes, stream,
+                    [&](CUstream cuStream) -> moertStatus {
+                      MOERT_CU_CHECK(ctx, cuMemcpyDtoHAsync(dst, toDevice(src),
+                                                            size_t(sizeBytes),
+                                                            cuStream));
+                      return MOERT_SUCCESS;
+                    });
   });
 }
 
 moertStatus moertMemcpyDtoDAsync(moertContext ctx, void *dst, const void *src,
                                  intptr_t sizeBytes, moertStream stream) {
   return apiCall(ctx, __func__, [&]() -> moertStatus {
-    bool empty = false;
-    CUstream cuStream = nullptr;
-    MOERT_TRY(
-        checkTransfer(ctx, dst, src, /*hasSource=*/true, sizeBytes, &empty));
-    MOERT_TRY(lookupStream(ctx, stream, &cuStream));
-    if (empty)
-      return MOERT_SUCCESS;
-    return onDevice(ctx, [&]() -> moertStatus {
-      MOERT_CU_CHECK(ctx, cuMemcpyDtoDAsync(toDevice(dst), toDevice(src),
-                                            size_t(sizeBytes), cuStream));
-      return MOERT_SUCCESS;
-    });
+    return transfer(ctx, dst, src, /*hasSource=*/true, sizeBytes, stream,
+                    [&](CUstream cuStream) -> moertStatus {
+                      MOERT_CU_CHECK(
+                          ctx, cuMemcpyDtoDAsync(toDevice(dst), toDevice(src),
+                                                 size_t(sizeBytes), cuStream));
+                      return MOERT_SUCCESS;
+                    });
   });
 }

@@ -36,21 +36,6 @@ using namespace mlir::moe;
 // Helpers
 //===----------------------------------------------------------------------===//
 
-/// `(d0, ..., d{n-1}) -> (d{first}, ..., d{first + count - 1})`.
-static AffineMap dimsMap(MLIRContext *ctx, int64_t numDims, int64_t first,
-                         int64_t count) {
-  SmallVector<AffineExpr> exprs;
-  for (int64_t i = first; i < first + count; ++i)
-    exprs.push_back(getAffineDimExpr(i, ctx));
-  return AffineMap::get(numDims, 0, exprs, ctx);
-}
-
-/// `(d0, ..., d{n-1}) -> (d0, ..., d{n-2})`: reads a tensor that lacks the
-/// last (reduced) dimension.
-static AffineMap leadingDimsMap(MLIRContext *ctx, int64_t numDims) {
-  return dimsMap(ctx, numDims, 0, numDims - 1);
-}
-
 /// `sum(x^2)` over the last dimension of `x`, in fp32.
 static Value buildSumOfSquares(TensorBuilder &tb, Value x) {
   Type f32 = Float32Type::get(x.getContext());
@@ -89,97 +74,116 @@ static Value buildSoftplus(OpBuilder &b, Location loc, Value x) {
   return arith::AddFOp::create(b, loc, positive, log);
 }
 
+/// `x` normalised row by row: `fn` gets an element of `x` in fp32, the
+/// `sumSquares` of its row and the scalars of `extra` (read through
+/// `extraMaps`), and returns the fp32 result, which is converted back to the
+/// element type of `x`.
+static Value buildRowNormalized(
+    TensorBuilder &tb, Value x, Value sumSquares, ValueRange extra,
+    ArrayRef<AffineMap> extraMaps,
+    function_ref<Value(OpBuilder &, Location, Value, Value, ValueRange)> fn) {
+  RankedTensorType type = tensorTypeOf(x);
+  Type elementType = type.getElementType();
+  Type f32 = Float32Type::get(x.getContext());
+  int64_t rank = type.getRank();
+  SmallVector<Value> inputs = {x, sumSquares};
+  inputs.append(extra.begin(), extra.end());
+  SmallVector<AffineMap> maps = {
+      AffineMap::getMultiDimIdentityMap(rank, x.getContext()),
+      leadingDimsMap(x.getContext(), rank)};
+  maps.append(extraMaps.begin(), extraMaps.end());
+  return tb.mapIndexed(tb.sizesOf(x), inputs, maps, elementType,
+                       [&](OpBuilder &nb, Location loc, ValueRange args) {
+                         Value v = convertScalar(nb, loc, args[0], f32);
+                         Value y = fn(nb, loc, v, args[1], args.drop_front(2));
+                         return convertScalar(nb, loc, y, elementType);
+                       });
+}
+
 //===----------------------------------------------------------------------===//
 // Patterns
 //===----------------------------------------------------------------------===//
 
 namespace {
 
-/// l2_norm -> `sum(x^2)` over the last dimension, then
-/// `x / sqrt(sum + eps)` (ALGORITHMS.md section 1.2).
-struct L2NormLowering : public OpConversionPattern<L2NormOp> {
-  using OpConversionPattern::OpConversionPattern;
+/// Replaces an `OpTy` with the value that `lower` builds at its location.
+template <typename OpTy>
+struct TensorLowering : public OpConversionPattern<OpTy> {
+  using OpConversionPattern<OpTy>::OpConversionPattern;
+  using OpAdaptor = typename OpConversionPattern<OpTy>::OpAdaptor;
+
+  virtual Value lower(OpTy op, OpAdaptor adaptor, ImplicitLocOpBuilder &b,
+                      TensorBuilder &tb) const = 0;
 
   LogicalResult
-  matchAndRewrite(L2NormOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
+  matchAndRewrite(OpTy op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const final {
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     TensorBuilder tb(b);
+    rewriter.replaceOp(op, lower(op, adaptor, b, tb));
+    return success();
+  }
+};
+
+/// l2_norm -> `sum(x^2)` over the last dimension, then
+/// `x / sqrt(sum + eps)` (ALGORITHMS.md section 1.2).
+struct L2NormLowering : public TensorLowering<L2NormOp> {
+  using TensorLowering::TensorLowering;
+
+  Value lower(L2NormOp op, OpAdaptor adaptor, ImplicitLocOpBuilder &b,
+              TensorBuilder &tb) const override {
     Value x = adaptor.getInput();
-    RankedTensorType type = tensorTypeOf(x);
-    Type elementType = type.getElementType(), f32 = b.getF32Type();
-    int64_t rank = type.getRank();
+    Type f32 = b.getF32Type();
     double epsilon = op.getEpsilon().convertToDouble();
 
     Value sumSquares = buildSumOfSquares(tb, x);
-    SmallVector<AffineMap> maps = {b.getMultiDimIdentityMap(rank),
-                                   leadingDimsMap(b.getContext(), rank)};
-    Value result =
-        tb.mapIndexed(tb.sizesOf(x), {x, sumSquares}, maps, elementType,
-                      [&](OpBuilder &nb, Location loc, ValueRange args) {
-                        Value v = convertScalar(nb, loc, args[0], f32);
-                        Value eps = floatConstant(nb, loc, f32, epsilon);
-                        Value shifted =
-                            arith::AddFOp::create(nb, loc, args[1], eps);
-                        Value norm = math::SqrtOp::create(nb, loc, shifted);
-                        Value y = arith::DivFOp::create(nb, loc, v, norm);
-                        return convertScalar(nb, loc, y, elementType);
-                      });
-    rewriter.replaceOp(op, result);
-    return success();
+    return buildRowNormalized(
+        tb, x, sumSquares, {}, {},
+        [&](OpBuilder &nb, Location loc, Value v, Value sum, ValueRange) {
+          Value eps = floatConstant(nb, loc, f32, epsilon);
+          Value shifted = arith::AddFOp::create(nb, loc, sum, eps);
+          Value norm = math::SqrtOp::create(nb, loc, shifted);
+          return arith::DivFOp::create(nb, loc, v, norm);
+        });
   }
 };
 
 /// rms_norm -> `sum(x^2)` over the last dimension, then
 /// `x * rsqrt(sum / n + eps) * w` (ALGORITHMS.md section 7.2).
-struct RMSNormLowering : public OpConversionPattern<RMSNormOp> {
-  using OpConversionPattern::OpConversionPattern;
+struct RMSNormLowering : public TensorLowering<RMSNormOp> {
+  using TensorLowering::TensorLowering;
 
-  LogicalResult
-  matchAndRewrite(RMSNormOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    TensorBuilder tb(b);
+  Value lower(RMSNormOp op, OpAdaptor adaptor, ImplicitLocOpBuilder &b,
+              TensorBuilder &tb) const override {
     Value x = adaptor.getInput();
-    RankedTensorType type = tensorTypeOf(x);
-    Type elementType = type.getElementType(), f32 = b.getF32Type();
-    int64_t rank = type.getRank();
+    Type f32 = b.getF32Type();
+    int64_t rank = tensorTypeOf(x).getRank();
     double epsilon = op.getEpsilon().convertToDouble();
 
     Value sumSquares = buildSumOfSquares(tb, x);
     Value width = buildLastDimSizeF32(b, x);
-    MLIRContext *ctx = b.getContext();
-    SmallVector<AffineMap> maps = {b.getMultiDimIdentityMap(rank),
-                                   leadingDimsMap(ctx, rank),
-                                   dimsMap(ctx, rank, rank - 1, 1)};
-    Value result = tb.mapIndexed(
-        tb.sizesOf(x), {x, sumSquares, adaptor.getWeight()}, maps, elementType,
-        [&](OpBuilder &nb, Location loc, ValueRange args) {
-          Value v = convertScalar(nb, loc, args[0], f32);
-          Value w = convertScalar(nb, loc, args[2], f32);
+    return buildRowNormalized(
+        tb, x, sumSquares, adaptor.getWeight(),
+        dimsMap(b.getContext(), rank, {rank - 1}),
+        [&](OpBuilder &nb, Location loc, Value v, Value sum, ValueRange extra) {
+          Value w = convertScalar(nb, loc, extra[0], f32);
           Value eps = floatConstant(nb, loc, f32, epsilon);
-          Value mean = arith::DivFOp::create(nb, loc, args[1], width);
+          Value mean = arith::DivFOp::create(nb, loc, sum, width);
           Value shifted = arith::AddFOp::create(nb, loc, mean, eps);
           Value rstd = math::RsqrtOp::create(nb, loc, shifted);
           Value normed = arith::MulFOp::create(nb, loc, v, rstd);
-          Value y = arith::MulFOp::create(nb, loc, normed, w);
-          return convertScalar(nb, loc, y, elementType);
+          return arith::MulFOp::create(nb, loc, normed, w);
         });
-    rewriter.replaceOp(op, result);
-    return success();
   }
 };
 
 /// decay_gate -> one element-wise generic over `raw: [B, T, H, K]` reading
 /// `dt_bias[h, c]` and `A_log[h]` (ALGORITHMS.md section 2.1).
-struct DecayGateLowering : public OpConversionPattern<DecayGateOp> {
-  using OpConversionPattern::OpConversionPattern;
+struct DecayGateLowering : public TensorLowering<DecayGateOp> {
+  using TensorLowering::TensorLowering;
 
-  LogicalResult
-  matchAndRewrite(DecayGateOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    TensorBuilder tb(b);
+  Value lower(DecayGateOp op, OpAdaptor adaptor, ImplicitLocOpBuilder &b,
+              TensorBuilder &tb) const override {
     Value raw = adaptor.getRaw();
     Value aLog = adaptor.getALog();
     DecayGateAttr gate = op.getGate();
@@ -190,10 +194,10 @@ struct DecayGateLowering : public OpConversionPattern<DecayGateOp> {
     MLIRContext *ctx = b.getContext();
     SmallVector<Value> inputs = {raw, adaptor.getDtBias()};
     SmallVector<AffineMap> maps = {b.getMultiDimIdentityMap(4),
-                                   dimsMap(ctx, 4, 2, 2)};
+                                   dimsMap(ctx, 4, {2, 3})};
     if (aLog) {
       inputs.push_back(aLog);
-      maps.push_back(dimsMap(ctx, 4, 2, 1));
+      maps.push_back(dimsMap(ctx, 4, {2}));
     }
     Value result = tb.mapIndexed(
         tb.sizesOf(raw), inputs, maps, f32,
@@ -217,26 +221,22 @@ struct DecayGateLowering : public OpConversionPattern<DecayGateOp> {
               arith::MulFOp::create(nb, loc, rate, buildSoftplus(nb, loc, x));
           return Value(arith::NegFOp::create(nb, loc, scaled));
         });
-    rewriter.replaceOp(op, result);
-    return success();
+    return result;
   }
 };
 
 /// short_conv -> a left zero pad of `W - 1` steps along T, one contraction
 /// over the window (`c[b,t,ch] = sum_i w[ch,i] * pad[b,t+i,ch]`, fp32), then
 /// the optional SiLU and the conversion back (ALGORITHMS.md section 1.2).
-struct ShortConvLowering : public OpConversionPattern<ShortConvOp> {
-  using OpConversionPattern::OpConversionPattern;
+struct ShortConvLowering : public TensorLowering<ShortConvOp> {
+  using TensorLowering::TensorLowering;
 
-  LogicalResult
-  matchAndRewrite(ShortConvOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    TensorBuilder tb(b);
+  Value lower(ShortConvOp op, OpAdaptor adaptor, ImplicitLocOpBuilder &b,
+              TensorBuilder &tb) const override {
     Value x = adaptor.getInput();
     Value weight = adaptor.getWeight();
     RankedTensorType type = tensorTypeOf(x);
-    Type elementType = type.getElementType(), f32 = b.getF32Type();
+    Type elementType = type.getElementType();
 
     // Left padding W - 1 along T.
     OpFoldResult window = tb.sizesOf(weight)[1];
@@ -261,27 +261,14 @@ struct ShortConvLowering : public OpConversionPattern<ShortConvOp> {
         b, RankedTensorType::get(paddedShape, elementType), x, low, high, zero);
 
     // Loops (b, t, ch, i); i is the window position.
-    Value init = tb.filled(tb.sizesOf(x), f32, 0.0);
+    SmallVector<OpFoldResult> sizes = tb.sizesOf(x);
     MLIRContext *ctx = b.getContext();
     AffineExpr d0 = getAffineDimExpr(0, ctx), d1 = getAffineDimExpr(1, ctx),
                d2 = getAffineDimExpr(2, ctx), d3 = getAffineDimExpr(3, ctx);
     SmallVector<AffineMap> maps = {AffineMap::get(4, 0, {d0, d1 + d3, d2}, ctx),
                                    AffineMap::get(4, 0, {d2, d3}, ctx),
                                    AffineMap::get(4, 0, {d0, d1, d2}, ctx)};
-    SmallVector<utils::IteratorType> iterators(3,
-                                               utils::IteratorType::parallel);
-    iterators.push_back(utils::IteratorType::reduction);
-    auto conv = linalg::GenericOp::create(
-        b, TypeRange{init.getType()}, ValueRange{padded, weight},
-        ValueRange{init}, maps, iterators,
-        [&](OpBuilder &nb, Location loc, ValueRange args) {
-          Value input = convertScalar(nb, loc, args[0], f32);
-          Value w = convertScalar(nb, loc, args[1], f32);
-          Value product = arith::MulFOp::create(nb, loc, input, w);
-          Value sum = arith::AddFOp::create(nb, loc, args[2], product);
-          linalg::YieldOp::create(nb, loc, sum);
-        });
-    Value result = conv.getResult(0);
+    Value result = tb.contract(padded, weight, sizes, maps);
 
     if (op.getSilu()) {
       result = tb.map(result, elementType,
@@ -293,8 +280,7 @@ struct ShortConvLowering : public OpConversionPattern<ShortConvOp> {
     } else {
       result = tb.convert(result, elementType);
     }
-    rewriter.replaceOp(op, result);
-    return success();
+    return result;
   }
 };
 
@@ -302,14 +288,11 @@ struct ShortConvLowering : public OpConversionPattern<ShortConvOp> {
 /// label's logit in one pass over the vocabulary, then the sum of
 /// `max + log(sumexp) - z[label]` and the count over the valid tokens, and
 /// their quotient (ALGORITHMS.md section 7.2). All in fp32.
-struct CrossEntropyLowering : public OpConversionPattern<CrossEntropyOp> {
-  using OpConversionPattern::OpConversionPattern;
+struct CrossEntropyLowering : public TensorLowering<CrossEntropyOp> {
+  using TensorLowering::TensorLowering;
 
-  LogicalResult
-  matchAndRewrite(CrossEntropyOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    TensorBuilder tb(b);
+  Value lower(CrossEntropyOp op, OpAdaptor adaptor, ImplicitLocOpBuilder &b,
+              TensorBuilder &tb) const override {
     Value logits = adaptor.getLogits();
     Value labels = adaptor.getLabels();
     int64_t rank = tensorTypeOf(logits).getRank();
@@ -332,15 +315,12 @@ struct CrossEntropyLowering : public OpConversionPattern<CrossEntropyOp> {
     Value sumInit = tb.filled(tokenSizes, f32, 0.0);
     Value pickedInit = tb.filled(tokenSizes, f32, 0.0);
     AffineMap tokenMap = leadingDimsMap(ctx, rank);
-    SmallVector<AffineMap> maps = {b.getMultiDimIdentityMap(rank), tokenMap,
-                                   tokenMap, tokenMap, tokenMap};
-    SmallVector<utils::IteratorType> iterators(rank - 1,
-                                               utils::IteratorType::parallel);
-    iterators.push_back(utils::IteratorType::reduction);
-    auto perToken = linalg::GenericOp::create(
-        b, TypeRange{sumInit.getType(), pickedInit.getType()},
-        ValueRange{logits, maxLogit, labels}, ValueRange{sumInit, pickedInit},
-        maps, iterators, [&](OpBuilder &nb, Location loc, ValueRange args) {
+    SmallVector<Value> perToken = tb.generic(
+        {logits, maxLogit, labels},
+        {b.getMultiDimIdentityMap(rank), tokenMap, tokenMap},
+        {sumInit, pickedInit}, {tokenMap, tokenMap}, rank, rank - 1,
+        [&](OpBuilder &nb, Location loc,
+            ValueRange args) -> SmallVector<Value> {
           Value z = convertScalar(nb, loc, args[0], f32);
           Value shifted = arith::SubFOp::create(nb, loc, z, args[1]);
           Value exp = math::ExpOp::create(nb, loc, shifted);
@@ -351,10 +331,10 @@ struct CrossEntropyLowering : public OpConversionPattern<CrossEntropyOp> {
           Value isLabel = arith::CmpIOp::create(
               nb, loc, arith::CmpIPredicate::eq, column, label);
           Value picked = arith::SelectOp::create(nb, loc, isLabel, z, args[4]);
-          linalg::YieldOp::create(nb, loc, ValueRange{sum, picked});
+          return {sum, picked};
         });
-    Value sumExp = perToken.getResult(0);
-    Value picked = perToken.getResult(1);
+    Value sumExp = perToken[0];
+    Value picked = perToken[1];
 
     // Sum of the valid tokens' losses and their count, as 0-d tensors. A
     // select (not a multiply by 0) keeps an ignored token's NaN out.
@@ -363,15 +343,12 @@ struct CrossEntropyLowering : public OpConversionPattern<CrossEntropyOp> {
     Value countInit = tb.filled({}, f32, 0.0);
     AffineMap identity = b.getMultiDimIdentityMap(tokenRank);
     AffineMap scalarMap = AffineMap::get(tokenRank, 0, {}, ctx);
-    SmallVector<AffineMap> totalMaps = {identity, identity,  identity,
-                                        identity, scalarMap, scalarMap};
-    SmallVector<utils::IteratorType> totalIterators(
-        tokenRank, utils::IteratorType::reduction);
-    auto total = linalg::GenericOp::create(
-        b, TypeRange{lossInit.getType(), countInit.getType()},
-        ValueRange{maxLogit, sumExp, picked, labels},
-        ValueRange{lossInit, countInit}, totalMaps, totalIterators,
-        [&](OpBuilder &nb, Location loc, ValueRange args) {
+    SmallVector<Value> total = tb.generic(
+        {maxLogit, sumExp, picked, labels},
+        {identity, identity, identity, identity}, {lossInit, countInit},
+        {scalarMap, scalarMap}, tokenRank, 0,
+        [&](OpBuilder &nb, Location loc,
+            ValueRange args) -> SmallVector<Value> {
           Value log = math::LogOp::create(nb, loc, args[1]);
           Value lse = arith::AddFOp::create(nb, loc, args[0], log);
           Value loss = arith::SubFOp::create(nb, loc, lse, args[2]);
@@ -385,31 +362,26 @@ struct CrossEntropyLowering : public OpConversionPattern<CrossEntropyOp> {
           Value counted = arith::SelectOp::create(nb, loc, valid, one, zero);
           Value lossSum = arith::AddFOp::create(nb, loc, args[4], term);
           Value count = arith::AddFOp::create(nb, loc, args[5], counted);
-          linalg::YieldOp::create(nb, loc, ValueRange{lossSum, count});
+          return {lossSum, count};
         });
 
     // The mean; with no valid token it is 0 / 0 = NaN.
     Value mean = tb.mapIndexed(
-        {}, total.getResults(),
-        {b.getMultiDimIdentityMap(0), b.getMultiDimIdentityMap(0)}, f32,
-        [](OpBuilder &nb, Location loc, ValueRange args) {
+        {}, total, {b.getMultiDimIdentityMap(0), b.getMultiDimIdentityMap(0)},
+        f32, [](OpBuilder &nb, Location loc, ValueRange args) {
           return arith::DivFOp::create(nb, loc, args[0], args[1]);
         });
-    rewriter.replaceOp(op, mean);
-    return success();
+    return mean;
   }
 };
 
 /// embedding -> `result[..., d] = table[tokens[...], d]`, one
 /// `tensor.extract` per element (ALGORITHMS.md section 7.2).
-struct EmbeddingLowering : public OpConversionPattern<EmbeddingOp> {
-  using OpConversionPattern::OpConversionPattern;
+struct EmbeddingLowering : public TensorLowering<EmbeddingOp> {
+  using TensorLowering::TensorLowering;
 
-  LogicalResult
-  matchAndRewrite(EmbeddingOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    TensorBuilder tb(b);
+  Value lower(EmbeddingOp op, OpAdaptor adaptor, ImplicitLocOpBuilder &b,
+              TensorBuilder &tb) const override {
     Value tokens = adaptor.getTokens();
     Value table = adaptor.getTable();
     int64_t rank = tensorTypeOf(tokens).getRank() + 1;
@@ -426,43 +398,29 @@ struct EmbeddingLowering : public OpConversionPattern<EmbeddingOp> {
           return tensor::ExtractOp::create(nb, loc, table,
                                            ValueRange{row, column});
         });
-    rewriter.replaceOp(op, result);
-    return success();
+    return result;
   }
 };
 
 /// glu_ffn -> `a = x Wg`, `u = x Wu` (fp32), `h = act(a, u)`, `h Wd`
 /// (ALGORITHMS.md sections 6 and 7.1).
-struct GLUFFNLowering : public OpConversionPattern<GLUFFNOp> {
-  using OpConversionPattern::OpConversionPattern;
+struct GLUFFNLowering : public TensorLowering<GLUFFNOp> {
+  using TensorLowering::TensorLowering;
 
-  LogicalResult
-  matchAndRewrite(GLUFFNOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    TensorBuilder tb(b);
+  Value lower(GLUFFNOp op, OpAdaptor adaptor, ImplicitLocOpBuilder &b,
+              TensorBuilder &tb) const override {
     Value x = adaptor.getInput();
     Type f32 = b.getF32Type();
     ActivationAttr activation = op.getActivation();
-    std::optional<double> gateBeta, upBeta;
-    if (activation.getKind() == Activation::SiTUGLU) {
-      gateBeta = activation.getGateBeta()->convertToDouble();
-      if (activation.getUpBeta())
-        upBeta = activation.getUpBeta()->convertToDouble();
-    }
     Value gate = tb.project(x, adaptor.getWGate(), f32);
     Value up = tb.project(x, adaptor.getWUp(), f32);
-    Value hidden = tb.map(ValueRange{gate, up}, f32,
-                          [&](OpBuilder &nb, Location loc, ValueRange args) {
-                            return buildGatedActivation(
-                                nb, loc, args[0], args[1], gateBeta, upBeta);
-                          });
+    Value hidden = tb.gatedActivation(gate, up, activation.getGateBetaValue(),
+                                      activation.getUpBetaValue());
     Value y = tb.project(hidden, adaptor.getWDown(),
                          tensorTypeOf(x).getElementType());
     if (y.getType() != op.getType())
       y = tensor::CastOp::create(b, op.getType(), y);
-    rewriter.replaceOp(op, y);
-    return success();
+    return y;
   }
 };
 

@@ -115,16 +115,18 @@ private:
   Value mul(Value l, Value r) { return arith::MulIOp::create(b, l, r); }
   Value minU(Value l, Value r) { return arith::MinUIOp::create(b, l, r); }
 
-  /// `(d0, ..., d{n-1}) -> (d{dims[0]}, ...)`.
-  AffineMap dimsMap(int64_t n, ArrayRef<int64_t> dims);
+  AffineMap dimsMap(int64_t n, ArrayRef<int64_t> dims) {
+    return moe::dimsMap(b.getContext(), n, dims);
+  }
   /// A tensor of `sizes` filled with the integer `value` of `type`.
   Value filledInt(ArrayRef<OpFoldResult> sizes, Type type, int64_t value);
-  /// One `linalg.generic` whose first `numParallel` loops are parallel and
-  /// the rest reductions; `body` gets the scalars of inputs and outputs.
-  SmallVector<Value> generic(
-      ValueRange inputs, ArrayRef<AffineMap> inputMaps, ValueRange inits,
-      ArrayRef<AffineMap> outputMaps, int64_t numLoops, int64_t numParallel,
-      function_ref<SmallVector<Value>(OpBuilder &, Location, ValueRange)> body);
+  SmallVector<Value> generic(ValueRange inputs, ArrayRef<AffineMap> inputMaps,
+                             ValueRange inits, ArrayRef<AffineMap> outputMaps,
+                             int64_t numLoops, int64_t numParallel,
+                             ScalarsFn body) {
+    return tb.generic(inputs, inputMaps, inits, outputMaps, numLoops,
+                      numParallel, body);
+  }
   /// Rows `[offset, offset + rows)` of the 1-D or 2-D `source`, padded
   /// below with `padValue` to a static `size` rows.
   Value paddedRows(Value source, Value offset, Value rows, int64_t size,
@@ -160,13 +162,6 @@ private:
 // Helpers
 //===----------------------------------------------------------------------===//
 
-AffineMap RoutedLowering::dimsMap(int64_t n, ArrayRef<int64_t> dims) {
-  SmallVector<AffineExpr> exprs;
-  for (int64_t d : dims)
-    exprs.push_back(b.getAffineDimExpr(d));
-  return AffineMap::get(n, 0, exprs, b.getContext());
-}
-
 Value RoutedLowering::filledInt(ArrayRef<OpFoldResult> sizes, Type type,
                                 int64_t value) {
   Value scalar =
@@ -174,23 +169,6 @@ Value RoutedLowering::filledInt(ArrayRef<OpFoldResult> sizes, Type type,
   Value empty = tensor::EmptyOp::create(b, sizes, type);
   return linalg::FillOp::create(b, ValueRange{scalar}, ValueRange{empty})
       .getResult(0);
-}
-
-SmallVector<Value> RoutedLowering::generic(
-    ValueRange inputs, ArrayRef<AffineMap> inputMaps, ValueRange inits,
-    ArrayRef<AffineMap> outputMaps, int64_t numLoops, int64_t numParallel,
-    function_ref<SmallVector<Value>(OpBuilder &, Location, ValueRange)> body) {
-  SmallVector<AffineMap> maps(inputMaps);
-  maps.append(outputMaps.begin(), outputMaps.end());
-  SmallVector<utils::IteratorType> iterators(numParallel,
-                                             utils::IteratorType::parallel);
-  iterators.append(numLoops - numParallel, utils::IteratorType::reduction);
-  auto op = linalg::GenericOp::create(
-      b, TypeRange(inits), inputs, inits, maps, iterators,
-      [&](OpBuilder &nested, Location loc, ValueRange args) {
-        linalg::YieldOp::create(nested, loc, body(nested, loc, args));
-      });
-  return SmallVector<Value>(op.getResults());
 }
 
 Value RoutedLowering::paddedRows(Value source, Value offset, Value rows,
@@ -1059,12 +1037,6 @@ Value RoutedLowering::buildGroupedFFN(ExpertFFNOp op) {
   Value input = op.getInput();
   Type elementType = tensorTypeOf(input).getElementType();
   ActivationAttr activation = op.getActivation();
-  std::optional<double> gateBeta, upBeta;
-  if (activation.getKind() == Activation::SiTUGLU) {
-    gateBeta = activation.getGateBeta()->convertToDouble();
-    if (activation.getUpBeta())
-      upBeta = activation.getUpBeta()->convertToDouble();
-  }
 
   // Tiles per expert and the first tile of each: a flat tile list.
   Value offsets = op.getExpertOffsets();
@@ -1135,11 +1107,8 @@ Value RoutedLowering::buildGroupedFFN(ExpertFFNOp op) {
     Value gate =
         tb.project(xTile, weightOf(op.getWGate(), width, hidden), f32());
     Value up = tb.project(xTile, weightOf(op.getWUp(), width, hidden), f32());
-    Value activated = tb.map(ValueRange{gate, up}, f32(),
-                             [&](OpBuilder &nb, Location loc, ValueRange args) {
-                               return buildGatedActivation(
-                                   nb, loc, args[0], args[1], gateBeta, upBeta);
-                             });
+    Value activated = tb.gatedActivation(
+        gate, up, activation.getGateBetaValue(), activation.getUpBetaValue());
     Value out = tb.project(activated, weightOf(op.getWDown(), hidden, width),
                            elementType);
     Value valid = tensor::ExtractSliceOp::create(

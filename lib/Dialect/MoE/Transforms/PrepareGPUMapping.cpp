@@ -49,6 +49,38 @@ void MoEPrepareGPUMappingPass::runOnOperation() {
                                                 copy.getTarget());
   }
 
+  // Arguments that a future kernel reads are copied once into host-shared
+  // memory: the caller's buffers may be plain host memory, which a GPU
+  // without host page access cannot read. (Bufferized arguments are only
+  // read, so nothing is copied back.)
+  Block &entry = func.getBody().front();
+  for (BlockArgument arg : entry.getArguments()) {
+    auto type = dyn_cast<MemRefType>(arg.getType());
+    if (!type || !type.getLayout().isIdentity())
+      continue;
+    bool readByKernel = llvm::any_of(arg.getUses(), [](OpOperand &use) {
+      return use.getOwner()->getParentOfType<scf::ForallOp>() != nullptr;
+    });
+    if (!readByKernel)
+      continue;
+    rewriter.setInsertionPointToStart(&entry);
+    Location loc = arg.getLoc();
+    SmallVector<Value> dynamicSizes;
+    for (int64_t i = 0; i < type.getRank(); ++i)
+      if (type.isDynamicDim(i))
+        dynamicSizes.push_back(memref::DimOp::create(rewriter, loc, arg, i));
+    Value copy = memref::AllocOp::create(rewriter, loc, type, dynamicSizes);
+    memref::CopyOp::create(rewriter, loc, arg, copy);
+    rewriter.replaceUsesWithIf(arg, copy, [&](OpOperand &use) {
+      return use.getOwner()->getParentOfType<scf::ForallOp>() != nullptr;
+    });
+    // Freed before every return (it becomes a shared gpu.dealloc below).
+    func.walk([&](func::ReturnOp ret) {
+      rewriter.setInsertionPoint(ret);
+      memref::DeallocOp::create(rewriter, loc, copy);
+    });
+  }
+
   // Host buffers are allocated in memory that host and device share, since
   // host loops and kernels read and write the same buffers.
   SmallVector<memref::AllocOp> allocs;

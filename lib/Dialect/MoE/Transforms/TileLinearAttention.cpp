@@ -276,7 +276,6 @@ std::pair<Value, Value> KDATiler::chunkStep(Value q, Value k, Value v, Value g,
   MLIRContext *ctx = b.getContext();
   AffineMap identity = b.getMultiDimIdentityMap(2);
   AffineMap rowMap = AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx);
-  AffineMap columnMap = AffineMap::get(2, 0, {getAffineDimExpr(1, ctx)}, ctx);
 
   // Q = s q; Gamma = in-chunk inclusive cumsum of g, as Tril(1) . g.
   q = tb.map(q, f32(), [&](OpBuilder &nested, Location loc, ValueRange args) {
@@ -427,7 +426,6 @@ std::pair<Value, Value> KDATiler::chunkStep(Value q, Value k, Value v, Value g,
         Value factor = math::ExpOp::create(nested, loc, args[1]);
         return arith::MulFOp::create(nested, loc, args[0], factor);
       });
-  (void)columnMap;
   Value next =
       tb.add(stateDecayed, tb.matmul(kDecayed, pseudoValues, true, false));
   return {out, next};

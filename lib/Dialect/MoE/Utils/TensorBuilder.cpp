@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "llvm/ADT/Sequence.h"
 
 using namespace mlir;
 using namespace mlir::moe;
@@ -32,6 +33,19 @@ SmallVector<int64_t> mlir::moe::staticShapeOf(ArrayRef<OpFoldResult> sizes) {
     shape.push_back(constant ? *constant : ShapedType::kDynamic);
   }
   return shape;
+}
+
+AffineMap mlir::moe::dimsMap(MLIRContext *ctx, int64_t numDims,
+                             ArrayRef<int64_t> dims) {
+  SmallVector<AffineExpr> exprs;
+  for (int64_t d : dims)
+    exprs.push_back(getAffineDimExpr(d, ctx));
+  return AffineMap::get(numDims, 0, exprs, ctx);
+}
+
+AffineMap mlir::moe::leadingDimsMap(MLIRContext *ctx, int64_t numDims) {
+  return dimsMap(ctx, numDims,
+                 llvm::to_vector(llvm::seq<int64_t>(0, numDims - 1)));
 }
 
 Value mlir::moe::convertScalar(OpBuilder &b, Location loc, Value value,
@@ -91,22 +105,35 @@ Value TensorBuilder::filled(ArrayRef<OpFoldResult> sizes, Type elementType,
       .getResult(0);
 }
 
+SmallVector<Value>
+TensorBuilder::generic(ValueRange inputs, ArrayRef<AffineMap> inputMaps,
+                       ValueRange inits, ArrayRef<AffineMap> outputMaps,
+                       int64_t numLoops, int64_t numParallel, ScalarsFn body) {
+  SmallVector<AffineMap> maps(inputMaps);
+  maps.append(outputMaps.begin(), outputMaps.end());
+  SmallVector<utils::IteratorType> iterators(numParallel,
+                                             utils::IteratorType::parallel);
+  iterators.append(numLoops - numParallel, utils::IteratorType::reduction);
+  auto op = linalg::GenericOp::create(
+      b, TypeRange(inits), inputs, inits, maps, iterators,
+      [&](OpBuilder &nested, Location loc, ValueRange args) {
+        linalg::YieldOp::create(nested, loc, body(nested, loc, args));
+      });
+  return SmallVector<Value>(op.getResults());
+}
+
 Value TensorBuilder::mapIndexed(ArrayRef<OpFoldResult> sizes, ValueRange inputs,
                                 ArrayRef<AffineMap> inputMaps,
                                 Type resultElementType, ScalarFn fn) {
   int64_t rank = sizes.size();
   Value init = tensor::EmptyOp::create(b, sizes, resultElementType);
-  SmallVector<AffineMap> maps(inputMaps);
-  maps.push_back(b.getMultiDimIdentityMap(rank));
-  SmallVector<utils::IteratorType> iterators(rank,
-                                             utils::IteratorType::parallel);
-  auto generic = linalg::GenericOp::create(
-      b, TypeRange{init.getType()}, inputs, ValueRange{init}, maps, iterators,
-      [&](OpBuilder &nested, Location loc, ValueRange args) {
-        Value result = fn(nested, loc, args.drop_back());
-        linalg::YieldOp::create(nested, loc, result);
-      });
-  return generic.getResult(0);
+  return generic(inputs, inputMaps, init, b.getMultiDimIdentityMap(rank), rank,
+                 rank,
+                 [&](OpBuilder &nested, Location loc,
+                     ValueRange args) -> SmallVector<Value> {
+                   return {fn(nested, loc, args.drop_back())};
+                 })
+      .front();
 }
 
 Value TensorBuilder::map(ValueRange inputs, Type resultElementType,
@@ -123,22 +150,11 @@ Value TensorBuilder::reduceLast(Value input, Type accType, double init,
   SmallVector<OpFoldResult> sizes = sizesOf(input);
   sizes.pop_back();
   Value acc = filled(sizes, accType, init);
-
-  MLIRContext *ctx = b.getContext();
-  SmallVector<AffineExpr> outputExprs;
-  for (int64_t i = 0; i < rank - 1; ++i)
-    outputExprs.push_back(getAffineDimExpr(i, ctx));
-  SmallVector<AffineMap> maps = {b.getMultiDimIdentityMap(rank),
-                                 AffineMap::get(rank, 0, outputExprs, ctx)};
-  SmallVector<utils::IteratorType> iterators(rank - 1,
-                                             utils::IteratorType::parallel);
-  iterators.push_back(utils::IteratorType::reduction);
-  auto generic = linalg::GenericOp::create(
-      b, TypeRange{acc.getType()}, ValueRange{input}, ValueRange{acc}, maps,
-      iterators, [&](OpBuilder &nested, Location loc, ValueRange args) {
-        linalg::YieldOp::create(nested, loc, fn(nested, loc, args));
-      });
-  return generic.getResult(0);
+  return generic(input, b.getMultiDimIdentityMap(rank), acc,
+                 leadingDimsMap(b.getContext(), rank), rank, rank - 1,
+                 [&](OpBuilder &nested, Location loc, ValueRange args)
+                     -> SmallVector<Value> { return {fn(nested, loc, args)}; })
+      .front();
 }
 
 Value TensorBuilder::zeroPadded(Value value, unsigned dim, OpFoldResult size,
@@ -184,6 +200,25 @@ Value TensorBuilder::add(Value lhs, Value rhs) {
              });
 }
 
+Value TensorBuilder::contract(Value lhs, Value rhs,
+                              ArrayRef<OpFoldResult> sizes,
+                              ArrayRef<AffineMap> maps) {
+  Type f32 = b.getF32Type();
+  Value init = filled(sizes, f32, 0.0);
+  int64_t numLoops = maps.front().getNumDims();
+  return generic(ValueRange{lhs, rhs}, maps.drop_back(), init, maps.back(),
+                 numLoops, numLoops - 1,
+                 [&](OpBuilder &nested, Location loc,
+                     ValueRange args) -> SmallVector<Value> {
+                   Value l = convertScalar(nested, loc, args[0], f32);
+                   Value r = convertScalar(nested, loc, args[1], f32);
+                   Value product = arith::MulFOp::create(nested, loc, l, r);
+                   return {
+                       arith::AddFOp::create(nested, loc, args[2], product)};
+                 })
+      .front();
+}
+
 Value TensorBuilder::project(Value input, Value weight, Type resultElementType,
                              bool transposed) {
   RankedTensorType weightType = tensorTypeOf(weight);
@@ -191,9 +226,6 @@ Value TensorBuilder::project(Value input, Value weight, Type resultElementType,
   int64_t rank = tensorTypeOf(input).getRank();
   SmallVector<OpFoldResult> sizes = sizesOf(input);
   sizes.back() = b.getIndexAttr(width);
-
-  Type f32 = b.getF32Type();
-  Value init = filled(sizes, f32, 0.0);
 
   // Loops: the leading dims of input (rank - 1), then n, then d.
   unsigned numLoops = rank + 1;
@@ -213,20 +245,7 @@ Value TensorBuilder::project(Value input, Value weight, Type resultElementType,
   SmallVector<AffineMap> maps = {AffineMap::get(numLoops, 0, inputExprs, ctx),
                                  AffineMap::get(numLoops, 0, weightExprs, ctx),
                                  AffineMap::get(numLoops, 0, outputExprs, ctx)};
-  SmallVector<utils::IteratorType> iterators(numLoops - 1,
-                                             utils::IteratorType::parallel);
-  iterators.push_back(utils::IteratorType::reduction);
-
-  auto contraction = linalg::GenericOp::create(
-      b, TypeRange{init.getType()}, ValueRange{input, weight}, ValueRange{init},
-      maps, iterators, [&](OpBuilder &nested, Location loc, ValueRange args) {
-        Value lhs = convertScalar(nested, loc, args[0], f32);
-        Value rhs = convertScalar(nested, loc, args[1], f32);
-        Value product = arith::MulFOp::create(nested, loc, lhs, rhs);
-        Value sum = arith::AddFOp::create(nested, loc, args[2], product);
-        linalg::YieldOp::create(nested, loc, sum);
-      });
-  return convert(contraction.getResult(0), resultElementType);
+  return convert(contract(input, weight, sizes, maps), resultElementType);
 }
 
 Value TensorBuilder::matmul(Value lhs, Value rhs, bool transposeLhs,
@@ -247,18 +266,36 @@ Value TensorBuilder::matmul(Value lhs, Value rhs, bool transposeLhs,
                                   : ArrayRef<AffineExpr>{p, j},
                      ctx),
       AffineMap::get(3, 0, {i, j}, ctx)};
-  Value init = filled({m, n}, b.getF32Type(), 0.0);
-  auto generic = linalg::GenericOp::create(
-      b, TypeRange{init.getType()}, ValueRange{lhs, rhs}, ValueRange{init},
-      maps,
-      {utils::IteratorType::parallel, utils::IteratorType::parallel,
-       utils::IteratorType::reduction},
-      [&](OpBuilder &nested, Location loc, ValueRange args) {
-        Value product = arith::MulFOp::create(nested, loc, args[0], args[1]);
-        Value sum = arith::AddFOp::create(nested, loc, args[2], product);
-        linalg::YieldOp::create(nested, loc, sum);
-      });
-  return generic.getResult(0);
+  return contract(lhs, rhs, {m, n}, maps);
+}
+
+Value TensorBuilder::gatedActivation(Value gate, Value up,
+                                     std::optional<double> gateBeta,
+                                     std::optional<double> upBeta) {
+  return map(ValueRange{gate, up}, tensorTypeOf(gate).getElementType(),
+             [&](OpBuilder &nested, Location loc, ValueRange args) {
+               return buildGatedActivation(nested, loc, args[0], args[1],
+                                           gateBeta, upBeta);
+             });
+}
+
+/// `{{0}, ..., {rank - 3}, {rank - 2, rank - 1}}`: the last two of `rank`
+/// dimensions merged.
+static SmallVector<ReassociationIndices> lastTwoMerged(int64_t rank) {
+  SmallVector<ReassociationIndices> reassociation;
+  for (int64_t i = 0; i < rank - 2; ++i)
+    reassociation.push_back({i});
+  reassociation.push_back({rank - 2, rank - 1});
+  return reassociation;
+}
+
+/// `{{0, ..., rank - 2}, {rank - 1}}`: all but the last of `rank` dimensions
+/// merged.
+static SmallVector<ReassociationIndices> leadingMerged(int64_t rank) {
+  ReassociationIndices leading;
+  for (int64_t i = 0; i < rank - 1; ++i)
+    leading.push_back(i);
+  return {leading, {rank - 1}};
 }
 
 Value TensorBuilder::splitHeads(Value value, int64_t heads, int64_t width) {
@@ -267,46 +304,30 @@ Value TensorBuilder::splitHeads(Value value, int64_t heads, int64_t width) {
   SmallVector<OpFoldResult> sizes = sizesOf(value);
   sizes.back() = b.getIndexAttr(heads);
   sizes.push_back(b.getIndexAttr(width));
-  SmallVector<ReassociationIndices> reassociation;
-  for (int64_t i = 0; i < rank - 1; ++i)
-    reassociation.push_back({i});
-  reassociation.push_back({rank - 1, rank});
   auto resultType =
       RankedTensorType::get(staticShapeOf(sizes), type.getElementType());
-  return tensor::ExpandShapeOp::create(b, resultType, value, reassociation,
-                                       sizes);
+  return tensor::ExpandShapeOp::create(b, resultType, value,
+                                       lastTwoMerged(rank + 1), sizes);
 }
 
 Value TensorBuilder::mergeHeads(Value value) {
-  int64_t rank = tensorTypeOf(value).getRank();
-  SmallVector<ReassociationIndices> reassociation;
-  for (int64_t i = 0; i < rank - 2; ++i)
-    reassociation.push_back({i});
-  reassociation.push_back({rank - 2, rank - 1});
-  return tensor::CollapseShapeOp::create(b, value, reassociation);
+  return tensor::CollapseShapeOp::create(
+      b, value, lastTwoMerged(tensorTypeOf(value).getRank()));
 }
 
 Value TensorBuilder::flattenTokens(Value value) {
   int64_t rank = tensorTypeOf(value).getRank();
   if (rank == 2)
     return value;
-  ReassociationIndices leading;
-  for (int64_t i = 0; i < rank - 1; ++i)
-    leading.push_back(i);
-  return tensor::CollapseShapeOp::create(
-      b, value, ArrayRef<ReassociationIndices>{leading, {rank - 1}});
+  return tensor::CollapseShapeOp::create(b, value, leadingMerged(rank));
 }
 
 Value TensorBuilder::unflattenTokens(Value value, Value like) {
   int64_t rank = tensorTypeOf(like).getRank();
   if (rank == 2)
     return value;
-  ReassociationIndices leading;
-  for (int64_t i = 0; i < rank - 1; ++i)
-    leading.push_back(i);
-  return tensor::ExpandShapeOp::create(
-      b, like.getType(), value,
-      ArrayRef<ReassociationIndices>{leading, {rank - 1}}, sizesOf(like));
+  return tensor::ExpandShapeOp::create(b, like.getType(), value,
+                                       leadingMerged(rank), sizesOf(like));
 }
 
 Value TensorBuilder::sliceLast(Value value, int64_t offset, int64_t size) {

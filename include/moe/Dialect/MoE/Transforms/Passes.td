@@ -187,6 +187,9 @@ def MoEPrepareGPUMapping : Pass<"moe-prepare-gpu-mapping", "::mlir::func::FuncOp
     * `memref.copy` inside an `scf.forall` becomes `linalg.copy`, which
       lowers to loops (the host runtime's `memrefCopy` is not available in a
       kernel);
+    * a function argument that a forall reads is copied once, at entry,
+      into a new host buffer (the caller's memory may not be readable by
+      the GPU);
     * every host `memref.alloc` / `memref.dealloc` (outside any forall)
       becomes `gpu.alloc host_shared` / `gpu.dealloc`, so that host loops and
       kernels address the same buffers.

@@ -42,9 +42,21 @@ Value buildGatedActivation(OpBuilder &b, Location loc, Value a, Value u,
                            std::optional<double> gateBeta,
                            std::optional<double> upBeta);
 
+/// `(d0, ..., d{numDims-1}) -> (d{dims[0]}, d{dims[1]}, ...)`.
+AffineMap dimsMap(MLIRContext *ctx, int64_t numDims, ArrayRef<int64_t> dims);
+
+/// `(d0, ..., d{numDims-1}) -> (d0, ..., d{numDims-2})`: reads a tensor that
+/// lacks the last (reduced) dimension.
+AffineMap leadingDimsMap(MLIRContext *ctx, int64_t numDims);
+
 /// Body of an element-wise or reduction generic: gets the scalar block
 /// arguments (without the output for `map`) and returns the value to yield.
 using ScalarFn = function_ref<Value(OpBuilder &, Location, ValueRange)>;
+
+/// Body of a generic with any number of results: gets the scalars of the
+/// inputs, then of the outputs, and returns the values to yield.
+using ScalarsFn =
+    function_ref<SmallVector<Value>(OpBuilder &, Location, ValueRange)>;
 
 /// Builds linalg-on-tensors IR at one location.
 class TensorBuilder {
@@ -57,6 +69,15 @@ public:
 
   /// A `tensor.empty` of `sizes` filled with `value` (of `elementType`).
   Value filled(ArrayRef<OpFoldResult> sizes, Type elementType, double value);
+
+  /// One `linalg.generic` over `numLoops` loops whose first `numParallel`
+  /// loops are parallel and the rest reductions: input `i` is read through
+  /// `inputMaps[i]`, output `j` starts from `inits[j]` and is indexed by
+  /// `outputMaps[j]`. Returns its results.
+  SmallVector<Value> generic(ValueRange inputs, ArrayRef<AffineMap> inputMaps,
+                             ValueRange inits, ArrayRef<AffineMap> outputMaps,
+                             int64_t numLoops, int64_t numParallel,
+                             ScalarsFn body);
 
   /// A parallel `linalg.generic` over `sizes`: input `i` is read through
   /// `inputMaps[i]`, the result (of `resultElementType`) is indexed by the
@@ -91,6 +112,12 @@ public:
   /// Element-wise sum of two tensors of the same shape.
   Value add(Value lhs, Value rhs);
 
+  /// An fp32 contraction into zeros of `sizes`: `maps` index `lhs`, `rhs`
+  /// and the result, the last loop is the (only) reduction, and the body
+  /// accumulates `lhs * rhs`, both converted to fp32.
+  Value contract(Value lhs, Value rhs, ArrayRef<OpFoldResult> sizes,
+                 ArrayRef<AffineMap> maps);
+
   /// Contracts the last dimension of `input: [..., d]` with `weight`, which
   /// is `[d, n]` (or `[n, d]` when `transposed`). Accumulates in fp32 and
   /// returns `[..., n]` with `resultElementType`.
@@ -103,6 +130,11 @@ public:
   /// the static tile contractions of the tiling passes.
   Value matmul(Value lhs, Value rhs, bool transposeLhs = false,
                bool transposeRhs = false);
+
+  /// The gated FFN activation (see buildGatedActivation) applied element-wise
+  /// to `gate` and `up`, in their element type.
+  Value gatedActivation(Value gate, Value up, std::optional<double> gateBeta,
+                        std::optional<double> upBeta);
 
   /// Splits the last dimension of `value` into `[heads, width]`.
   Value splitHeads(Value value, int64_t heads, int64_t width);

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# bench/mla/compile.sh - compile the benchmark's gated MLA attention kernel on
+# the build machine.
+#
+# MLIR 22 is here, not on the GPU machine: this lowers @mla_attention_forward
+# at the real model's shapes (H = 32, d_qk = 192, d_v = 128; batch and length
+# dynamic) with moe-lower-to-nvvm into host code plus embedded sm_90 PTX, and
+# compiles the host code to bench/mla/out/mla_attention_forward.o.
+# bench/mla/run.sh links it on the GPU machine. The kernel is
+# examples/kernels/mla.mlir with its shapes rewritten (4 -> 32 heads,
+# 96 -> 192, 64 -> 128), so the benchmark runs exactly the example's code;
+# the default scale D_qk^-1/2 follows the new d_qk.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+out=$root/bench/mla/out
+mkdir -p "$out"
+
+sed -e 's/?x?x4x96xf32/?x?x32x192xf32/g' -e 's/?x?x4x64xf32/?x?x32x128xf32/g' \
+    -e 's/?x4x?xf32/?x32x?xf32/g' \
+    "$root/examples/kernels/mla.mlir" > "$out/mla_h32_qk192_v128.mlir"
+if grep -q 'x4x' "$out/mla_h32_qk192_v128.mlir"; then
+  echo "bench/mla: shape rewrite left a 4-head type:" >&2
+  grep -n 'x4x' "$out/mla_h32_qk192_v128.mlir" >&2
+  exit 1
+fi
+moe_bench_compile "$out/mla_h32_qk192_v128.mlir" "$out/mla_attention_forward.o"

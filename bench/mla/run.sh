@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# bench/mla/run.sh - the gated MLA attention benchmark, on the GPU machine, in
+# one command.
+#
+# Needs bench/mla/out/mla_attention_forward.o from bench/mla/compile.sh (run
+# where MLIR 22 is installed). Builds moert's MLIR adapter with the machine's
+# compiler, links the kernel into a shared library and runs
+# bench/mla/bench.py, which checks our kernel (small T only: the GPU path is
+# v0, one thread per block) and PyTorch SDPA against a float64 reference and
+# times SDPA at the real shapes against the bf16 GEMM ceiling.
+# Usage: bench/mla/run.sh [OUTDIR] [bench.py options]
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+out=${1:-$root/bench/mla/out}
+shift || true
+lib=$root/bench/mla/out
+mkdir -p "$out"
+moe_bench_link "$lib/mla_attention_forward.o" "$lib/libmla_attention_forward.so"
+python3 "$root/bench/mla/bench.py" --lib "$lib/libmla_attention_forward.so" \
+  --adapter "$lib/libmoert_mlir.so" --out "$out" "$@"

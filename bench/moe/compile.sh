@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# bench/moe/compile.sh - compile the benchmark's MoE FFN kernel on the build
+# machine.
+#
+# MLIR 22 is here, not on the GPU machine: this lowers @moe_ffn_forward
+# (examples/kernels/moe_ffn.mlir as it is: d = 64, E = 16, top-4, F = 32,
+# exact quantile balancing; token count dynamic) with moe-lower-to-nvvm into
+# host code plus embedded sm_90 PTX, and compiles the host code to
+# bench/moe/out/moe_ffn_forward.o. bench/moe/run.sh links it on the GPU
+# machine. The peer runs at the issue's shape in PyTorch alone; our kernel
+# stays at the example's small shape.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+out=$root/bench/moe/out
+mkdir -p "$out"
+
+moe_bench_compile "$root/examples/kernels/moe_ffn.mlir" "$out/moe_ffn_forward.o"
