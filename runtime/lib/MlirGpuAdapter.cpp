@@ -85,20 +85,23 @@ bool ensureContext() {
   CUcontext context;
   MOERT_MLIR_CHECK(cuDevicePrimaryCtxRetain(&context, device), false);
   MOERT_MLIR_CHECK(cuCtxSetCurrent(context), false);
-  std::lock_guard<std::mutex> lock(s.mutex);
-  if (!s.initialized) {
-    size_t heapBytes = size_t(1) << 30;
-    if (const char *env = std::getenv("MOERT_DEVICE_HEAP_BYTES"))
-      heapBytes = std::strtoull(env, nullptr, 10);
-    CUresult result = cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, heapBytes);
-    if (result != CUDA_SUCCESS) {
-      s.mutex.unlock();
-      recordFailure("cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE)", result);
-      s.mutex.lock();
-      return false;
+  CUresult limitResult = CUDA_SUCCESS;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (!s.initialized) {
+      size_t heapBytes = size_t(1) << 30;
+      if (const char *env = std::getenv("MOERT_DEVICE_HEAP_BYTES"))
+        heapBytes = std::strtoull(env, nullptr, 10);
+      limitResult = cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, heapBytes);
+      if (limitResult == CUDA_SUCCESS) {
+        s.context = context;
+        s.initialized = true;
+      }
     }
-    s.context = context;
-    s.initialized = true;
+  }
+  if (limitResult != CUDA_SUCCESS) {
+    recordFailure("cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE)", limitResult);
+    return false;
   }
   return true;
 }
