@@ -33,6 +33,7 @@ moe_bench_link() {
   dir=$(dirname "$library")
   g++ -O2 -std=c++17 -shared -fPIC \
     "$moe_bench_root/runtime/lib/MlirGpuAdapter.cpp" \
+    "$moe_bench_root/runtime/lib/MemRefCopy.cpp" \
     -I"$moe_bench_root/runtime/include" -I"$cuda/include" \
     -L"$cuda/lib64/stubs" -lcuda -o "$dir/libmoert_mlir.so"
   g++ -shared -o "$library" "$object" -L"$dir" -lmoert_mlir -lm \

@@ -15,10 +15,8 @@
 
 #include <cstdint>
 #include <cstdlib>
-#include <cstring>
 #include <mutex>
 #include <string>
-#include <vector>
 
 namespace {
 
@@ -236,57 +234,3 @@ void *mgpuMemAlloc(uint64_t sizeBytes, void * /*stream*/, bool isHostShared) {
 void mgpuMemFree(void *ptr, void * /*stream*/) { moertMlirFree(ptr); }
 
 } // extern "C"
-
-//===----------------------------------------------------------------------===//
-// memrefCopy (MLIR's C runner-utils ABI), so that host code that copies
-// strided buffers needs no MLIR library at run time
-//===----------------------------------------------------------------------===//
-
-namespace {
-/// An unranked memref as MLIR passes it: rank and a ranked descriptor.
-struct UnrankedMemRef {
-  int64_t rank;
-  void *descriptor;
-};
-/// The ranked descriptor's fields: allocated, aligned, offset, sizes[rank],
-/// strides[rank].
-struct RankedView {
-  char *aligned;
-  int64_t offset;
-  const int64_t *sizes;
-  const int64_t *strides;
-};
-RankedView viewOf(const UnrankedMemRef *memref) {
-  auto *words = static_cast<const int64_t *>(memref->descriptor);
-  return {reinterpret_cast<char *>(words[1]), words[2], words + 3,
-          words + 3 + memref->rank};
-}
-} // namespace
-
-extern "C" void memrefCopy(int64_t elementSize, UnrankedMemRef *src,
-                           UnrankedMemRef *dst) {
-  int64_t rank = src->rank;
-  RankedView from = viewOf(src), to = viewOf(dst);
-  int64_t count = 1;
-  for (int64_t d = 0; d < rank; ++d)
-    count *= from.sizes[d];
-  if (count == 0)
-    return;
-  // Walk every index in row-major order, keeping both element offsets.
-  std::vector<int64_t> index(rank, 0);
-  int64_t srcOffset = from.offset, dstOffset = to.offset;
-  for (int64_t n = 0; n < count; ++n) {
-    std::memcpy(to.aligned + dstOffset * elementSize,
-                from.aligned + srcOffset * elementSize, elementSize);
-    for (int64_t d = rank - 1; d >= 0; --d) {
-      if (++index[d] < from.sizes[d]) {
-        srcOffset += from.strides[d];
-        dstOffset += to.strides[d];
-        break;
-      }
-      srcOffset -= from.strides[d] * (from.sizes[d] - 1);
-      dstOffset -= to.strides[d] * (to.sizes[d] - 1);
-      index[d] = 0;
-    }
-  }
-}

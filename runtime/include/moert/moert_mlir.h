@@ -17,9 +17,23 @@
 #ifndef MOERT_MOERT_MLIR_H
 #define MOERT_MOERT_MLIR_H
 
+#include <stdint.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/// An unranked memref as MLIR passes it: the rank and a pointer to the ranked
+/// descriptor {allocated, aligned, offset, sizes[rank], strides[rank]}.
+typedef struct {
+  int64_t rank;
+  void *descriptor;
+} moertUnrankedMemRef;
+
+/// Copies the elements of `src` into `dst` (same shape, any strides), as
+/// MLIR's `memrefCopy` does; `elementSize` is in bytes.
+void memrefCopy(int64_t elementSize, moertUnrankedMemRef *src,
+                moertUnrankedMemRef *dst);
 
 /// The first failure since the last clear ("" if none): the driver call, its
 /// CUresult name and, for a module load, the JIT log.
