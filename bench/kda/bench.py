@@ -12,9 +12,7 @@
 #   * the bf16 GEMM ceiling and the copy bandwidth measured in this run.
 
 import argparse
-import ctypes
 import json
-import math
 import os
 import sys
 import time
@@ -23,54 +21,23 @@ import types
 import numpy as np
 import torch
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from common import (  # noqa: E402  (bench/common.py)
+    MEMREF, CompiledKernel, copy_bandwidth, gemm_ceiling, graph_time, read_result, rel_error)
+
 H, K, V = 16, 128, 128
 G_MIN = -5.0
 
 
-def memref_type(rank):
-    class MemRef(ctypes.Structure):
-        _fields_ = [("allocated", ctypes.c_void_p), ("aligned", ctypes.c_void_p),
-                    ("offset", ctypes.c_int64), ("sizes", ctypes.c_int64 * rank),
-                    ("strides", ctypes.c_int64 * rank)]
-    return MemRef
-
-
-MEMREF = {r: memref_type(r) for r in (1, 2, 3, 4)}
-
-
-def descriptor(array):
-    """A memref descriptor viewing a C-contiguous float32 numpy array."""
-    assert array.dtype == np.float32 and array.flags["C_CONTIGUOUS"]
-    d = MEMREF[array.ndim]()
-    ptr = array.ctypes.data
-    d.allocated = d.aligned = ptr
-    d.offset = 0
-    for i, (n, s) in enumerate(zip(array.shape, array.strides)):
-        d.sizes[i] = n
-        d.strides[i] = s // 4
-    return d
-
-
-class OurKernel:
+class OurKernel(CompiledKernel):
     def __init__(self, lib_path, adapter_path):
-        self.adapter = ctypes.CDLL(adapter_path, mode=ctypes.RTLD_GLOBAL)
-        self.adapter.moertMlirGetError.restype = ctypes.c_char_p
-        self.adapter.moertMlirFree.argtypes = [ctypes.c_void_p]
-        self.lib = ctypes.CDLL(lib_path)
-        self.fn = self.lib._mlir_ciface_kda_forward
+        super().__init__(lib_path, adapter_path, "kda_forward")
 
     def __call__(self, q, k, v, z, beta, a_log, dt_bias):
-        args = [descriptor(x) for x in (q, k, v, z, beta, a_log, dt_bias)]
         result = MEMREF[4]()
-        self.fn(ctypes.byref(result), *[ctypes.byref(a) for a in args])
-        err = self.adapter.moertMlirGetError().decode()
-        if err:
-            raise RuntimeError("moert: " + err)
-        shape = tuple(result.sizes)
-        n = int(np.prod(shape))
-        buf = (ctypes.c_float * n).from_address(result.aligned + 4 * result.offset)
-        out = np.ctypeslib.as_array(buf).reshape(shape).copy()
-        self.adapter.moertMlirFree(result.allocated)
+        self.call(result, (q, k, v, z, beta, a_log, dt_bias))
+        out = read_result(result)
+        self.free_results(result)
         return out
 
 
@@ -95,13 +62,6 @@ def reference(q, k, v, z, beta, a_log, dt_bias):
     return out.cpu().numpy()
 
 
-def rel_error(a, ref):
-    a = np.asarray(a, dtype=np.float64)
-    if not np.all(np.isfinite(a)):
-        return float("inf")
-    return float(np.max(np.abs(a - ref)) / np.max(np.abs(ref)))
-
-
 def load_fla(path):
     """Imports fla.ops.kda without running fla/ops/__init__.py (which imports
     every op family and their optional dependencies)."""
@@ -112,46 +72,6 @@ def load_fla(path):
     sys.modules["fla.ops"] = ops
     from fla.ops.kda import chunk_kda
     return chunk_kda
-
-
-def cuda_time(fn, iters):
-    """Mean milliseconds of fn() by CUDA events after a warm-up."""
-    fn()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(iters):
-        fn()
-    end.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(end) / iters
-
-
-def graph_time(fn, iters):
-    """Mean milliseconds of a CUDA-graph replay of fn() (no launch gaps)."""
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        fn()
-    return cuda_time(graph.replay, iters)
-
-
-def ceilings():
-    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
-    b = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
-    ms = cuda_time(lambda: a @ b, 10)
-    gemm = 2 * 8192 ** 3 / (ms * 1e-3) / 1e12
-    x = torch.empty(1 << 30, device="cuda", dtype=torch.float32)
-    y = torch.empty_like(x)
-    ms = cuda_time(lambda: y.copy_(x), 10)
-    bandwidth = 2 * x.numel() * 4 / (ms * 1e-3) / 1e12
-    del a, b, x, y
-    return gemm, bandwidth
 
 
 def kda_flops(T):
@@ -172,7 +92,8 @@ def main():
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
 
-    gemm, bandwidth = ceilings()
+    gemm, _ = gemm_ceiling()
+    bandwidth = copy_bandwidth()
     print(f"ceilings: bf16 GEMM {gemm:.0f} TFLOP/s, copy {bandwidth:.2f} TB/s", flush=True)
     ours = OurKernel(args.lib, args.adapter)
     try:
@@ -221,7 +142,7 @@ def main():
             torch.cuda.synchronize()
             row["fla_first_call_s"] = time.perf_counter() - t0
             row["fla_rel_error"] = rel_error(fo.float().cpu().numpy(), ref)
-            row["fla_ms"] = graph_time(fla_call, 20)
+            row["fla_ms"], row["fla_timing"] = graph_time(fla_call, 20)
             if "ours_ms" in row:
                 row["ours_over_fla_throughput"] = row["fla_ms"] / row["ours_ms"]
             row["fla_tflops"] = kda_flops(T) / (row["fla_ms"] * 1e-3) / 1e12

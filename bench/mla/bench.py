@@ -22,104 +22,31 @@
 #     this run.
 
 import argparse
-import ctypes
 import json
-import math
 import os
+import sys
 import time
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from common import (  # noqa: E402  (bench/common.py)
+    MEMREF, CompiledKernel, gemm_ceiling, graph_time, read_result, rel_error)
+
 H, DQK, DV = 32, 192, 128
 
 
-def memref_type(rank):
-    class MemRef(ctypes.Structure):
-        _fields_ = [("allocated", ctypes.c_void_p), ("aligned", ctypes.c_void_p),
-                    ("offset", ctypes.c_int64), ("sizes", ctypes.c_int64 * rank),
-                    ("strides", ctypes.c_int64 * rank)]
-    return MemRef
-
-
-MEMREF = {r: memref_type(r) for r in (1, 2, 3, 4)}
-
-
-def descriptor(array, ptr=None):
-    """A memref descriptor viewing a C-contiguous float32 numpy array, or a
-    copy of it at ptr."""
-    assert array.dtype == np.float32 and array.flags["C_CONTIGUOUS"]
-    d = MEMREF[array.ndim]()
-    d.allocated = d.aligned = array.ctypes.data if ptr is None else ptr
-    d.offset = 0
-    for i, (n, s) in enumerate(zip(array.shape, array.strides)):
-        d.sizes[i] = n
-        d.strides[i] = s // 4
-    return d
-
-
-def read_result(result):
-    """Copies a float32 result descriptor out of its managed buffer."""
-    rank = len(result.sizes)
-    shape = tuple(result.sizes)
-    n = int(np.prod(shape))
-    if n == 0:
-        return np.zeros(shape, np.float32)
-    base = (ctypes.c_float * (result.offset + max(
-        (shape[i] - 1) * result.strides[i] for i in range(rank)) + 1)
-    ).from_address(result.aligned)
-    flat = np.ctypeslib.as_array(base)
-    view = np.lib.stride_tricks.as_strided(
-        flat[result.offset:], shape=shape,
-        strides=tuple(4 * result.strides[i] for i in range(rank)))
-    return np.array(view, copy=True)
-
-
-class OurKernel:
+class OurKernel(CompiledKernel):
     def __init__(self, lib_path, adapter_path):
-        self.adapter = ctypes.CDLL(adapter_path, mode=ctypes.RTLD_GLOBAL)
-        self.adapter.moertMlirGetError.restype = ctypes.c_char_p
-        self.adapter.moertMlirFree.argtypes = [ctypes.c_void_p]
-        self.adapter.moertMlirAllocShared.restype = ctypes.c_void_p
-        self.adapter.moertMlirAllocShared.argtypes = [ctypes.c_ulonglong]
-        self.lib = ctypes.CDLL(lib_path)
-        self.fn = self.lib._mlir_ciface_mla_attention_forward
-        self.fn.restype = None
-
-    def to_shared(self, arrays):
-        """Copies the inputs into managed memory (moertMlirAllocShared): the
-        kernels read their arguments in place, and a GPU without HMM cannot
-        read pageable host memory."""
-        ptrs, descs = [], []
-        for a in arrays:
-            a = np.ascontiguousarray(a, dtype=np.float32)
-            ptr = self.adapter.moertMlirAllocShared(max(a.nbytes, 1))
-            self.check("moertMlirAllocShared")
-            if not ptr:
-                raise RuntimeError("moertMlirAllocShared returned null")
-            ctypes.memmove(ptr, a.ctypes.data, a.nbytes)
-            ptrs.append(ptr)
-            descs.append(descriptor(a, ptr))
-        return ptrs, descs
-
-    def check(self, what):
-        err = self.adapter.moertMlirGetError().decode()
-        if err:
-            raise RuntimeError(f"moert ({what}): {err}")
+        super().__init__(lib_path, adapter_path, "mla_attention_forward")
 
     def __call__(self, q, k, v, gate):
-        ptrs, args = self.to_shared((q, k, v, gate))
-        try:
-            result = MEMREF[4]()
-            self.fn(ctypes.byref(result), *[ctypes.byref(a) for a in args])
-            self.check("call")
-            out = read_result(result)
-            self.adapter.moertMlirFree(result.allocated)
-            self.check("free")
-        finally:
-            for ptr in ptrs:
-                self.adapter.moertMlirFree(ptr)
+        result = MEMREF[4]()
+        self.call(result, (q, k, v, gate))
+        out = read_result(result)
+        self.free_results(result)
         return out
 
 
@@ -150,61 +77,6 @@ def reference(q, k, v, gate, rows=None, chunk=512):
         o = (p @ vh[:, :, :last]).permute(0, 2, 1, 3)  # [B, R, H, d_v]
         outs.append(o * torch.sigmoid(gate[:, r]))
     return torch.cat(outs, dim=1).cpu().numpy()
-
-
-def rel_error(a, ref):
-    a = np.asarray(a, dtype=np.float64)
-    if not np.all(np.isfinite(a)):
-        return float("inf")
-    return float(np.max(np.abs(a - ref)) / np.max(np.abs(ref)))
-
-
-def cuda_time(fn, iters):
-    """Mean milliseconds of fn() by CUDA events after a warm-up."""
-    fn()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(iters):
-        fn()
-    end.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(end) / iters
-
-
-def graph_time(fn, iters):
-    """Mean milliseconds of a CUDA-graph replay of fn(); falls back to plain
-    CUDA events when fn cannot be captured. Returns (ms, method)."""
-    try:
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):
-            for _ in range(3):
-                fn()
-        torch.cuda.current_stream().wait_stream(stream)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            fn()
-        return cuda_time(graph.replay, iters), "cuda_graph"
-    except Exception:  # capture unsupported: time the eager calls instead
-        torch.cuda.synchronize()
-        return cuda_time(fn, iters), "cuda_events"
-
-
-def gemm_ceiling():
-    """Best bf16 cuBLAS GEMM TFLOP/s over a few large square shapes."""
-    best, per_shape = 0.0, {}
-    for n in (4096, 8192, 16384):
-        a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
-        b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
-        c = torch.empty(n, n, device="cuda", dtype=torch.bfloat16)
-        ms = cuda_time(lambda: torch.matmul(a, b, out=c), 20 if n < 16384 else 5)
-        tflops = 2 * n ** 3 / (ms * 1e-3) / 1e12
-        per_shape[str(n)] = tflops
-        best = max(best, tflops)
-        del a, b, c
-    torch.cuda.empty_cache()
-    return best, per_shape
 
 
 def causal_flops(B, T):

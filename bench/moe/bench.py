@@ -29,111 +29,38 @@ import ctypes
 import json
 import math
 import os
+import sys
 import time
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from common import (  # noqa: E402  (bench/common.py)
+    MEMREF, CompiledKernel, cuda_time, gemm_ceiling, graph_time, read_result, rel_error)
+
 # The example kernel's fixed shape.
 D, E, TOPK, FW, SHARED_W, RSF = 64, 16, 4, 32, 32, 2.5
 
 
-def memref_type(rank):
-    class MemRef(ctypes.Structure):
-        _fields_ = [("allocated", ctypes.c_void_p), ("aligned", ctypes.c_void_p),
-                    ("offset", ctypes.c_int64), ("sizes", ctypes.c_int64 * rank),
-                    ("strides", ctypes.c_int64 * rank)]
-    return MemRef
+class OurKernel(CompiledKernel):
+    def __init__(self, lib_path, adapter_path):
+        super().__init__(lib_path, adapter_path, "moe_ffn_forward")
 
-
-MEMREF = {r: memref_type(r) for r in (1, 2, 3)}
+    def __call__(self, x, wr, bias, wg, wu, wd, sg, su, sd):
+        res = Results()
+        self.call(res, (x, wr, bias, wg, wu, wd, sg, su, sd))
+        y = read_result(res.y)
+        load = read_result(res.load, ctypes.c_int64, np.int64)
+        next_bias = read_result(res.next_bias)
+        self.free_results(res.y, res.load, res.next_bias)
+        return y, load, next_bias
 
 
 class Results(ctypes.Structure):
     """The three result descriptors, one after another (y, load, next_bias)."""
     _fields_ = [("y", MEMREF[2]), ("load", MEMREF[1]), ("next_bias", MEMREF[1])]
-
-
-def descriptor(array, ptr=None):
-    """A memref descriptor viewing a C-contiguous float32 numpy array, or a
-    copy of it at ptr."""
-    assert array.dtype == np.float32 and array.flags["C_CONTIGUOUS"]
-    d = MEMREF[array.ndim]()
-    d.allocated = d.aligned = array.ctypes.data if ptr is None else ptr
-    d.offset = 0
-    for i, (n, s) in enumerate(zip(array.shape, array.strides)):
-        d.sizes[i] = n
-        d.strides[i] = s // 4
-    return d
-
-
-def read_result(result, ctype, dtype):
-    """Copies a result descriptor's (possibly strided) view out of its buffer."""
-    rank = len(result.sizes)
-    shape = tuple(result.sizes)
-    if int(np.prod(shape)) == 0:
-        return np.zeros(shape, dtype)
-    span = result.offset + sum((shape[i] - 1) * result.strides[i] for i in range(rank)) + 1
-    flat = np.ctypeslib.as_array((ctype * span).from_address(result.aligned))
-    size = np.dtype(dtype).itemsize
-    view = np.lib.stride_tricks.as_strided(
-        flat[result.offset:], shape=shape,
-        strides=tuple(size * result.strides[i] for i in range(rank)))
-    return np.array(view, dtype=dtype, copy=True)
-
-
-class OurKernel:
-    def __init__(self, lib_path, adapter_path):
-        self.adapter = ctypes.CDLL(adapter_path, mode=ctypes.RTLD_GLOBAL)
-        self.adapter.moertMlirGetError.restype = ctypes.c_char_p
-        self.adapter.moertMlirFree.argtypes = [ctypes.c_void_p]
-        self.adapter.moertMlirAllocShared.restype = ctypes.c_void_p
-        self.adapter.moertMlirAllocShared.argtypes = [ctypes.c_ulonglong]
-        self.lib = ctypes.CDLL(lib_path)
-        self.fn = self.lib._mlir_ciface_moe_ffn_forward
-        self.fn.restype = None
-
-    def check(self, what):
-        err = self.adapter.moertMlirGetError().decode()
-        if err:
-            raise RuntimeError(f"moert ({what}): {err}")
-
-    def to_shared(self, arrays):
-        """Copies the inputs into managed memory (moertMlirAllocShared): the
-        kernels read their arguments in place, and a GPU without HMM cannot
-        read pageable host memory."""
-        ptrs, descs = [], []
-        for a in arrays:
-            a = np.ascontiguousarray(a, dtype=np.float32)
-            ptr = self.adapter.moertMlirAllocShared(max(a.nbytes, 1))
-            self.check("moertMlirAllocShared")
-            if not ptr:
-                raise RuntimeError("moertMlirAllocShared returned null")
-            ctypes.memmove(ptr, a.ctypes.data, a.nbytes)
-            ptrs.append(ptr)
-            descs.append(descriptor(a, ptr))
-        return ptrs, descs
-
-    def __call__(self, x, wr, bias, wg, wu, wd, sg, su, sd):
-        ptrs, args = self.to_shared((x, wr, bias, wg, wu, wd, sg, su, sd))
-        try:
-            res = Results()
-            self.fn(ctypes.byref(res), *[ctypes.byref(a) for a in args])
-            self.check("call")
-            y = read_result(res.y, ctypes.c_float, np.float32)
-            load = read_result(res.load, ctypes.c_int64, np.int64)
-            next_bias = read_result(res.next_bias, ctypes.c_float, np.float32)
-            freed = set()
-            for r in (res.y, res.load, res.next_bias):
-                if r.allocated and r.allocated not in freed:
-                    self.adapter.moertMlirFree(r.allocated)
-                    freed.add(r.allocated)
-            self.check("free")
-        finally:
-            for ptr in ptrs:
-                self.adapter.moertMlirFree(ptr)
-        return y, load, next_bias
 
 
 # ----------------------------------------------------------------------------
@@ -189,13 +116,6 @@ def reference(x, wr, bias, wg, wu, wd, sg, su, sd, k, rsf, y_rows=None):
     if sg is not None:
         y += (F.silu(xr @ t(sg)) * (xr @ t(su))) @ t(sd)
     return y.cpu().numpy(), load, next_bias, sel, margin
-
-
-def rel_error(a, ref):
-    a = np.asarray(a, dtype=np.float64)
-    if not np.all(np.isfinite(a)):
-        return float("inf")
-    return float(np.max(np.abs(a - ref)) / np.max(np.abs(ref)))
 
 
 # ----------------------------------------------------------------------------
@@ -261,22 +181,6 @@ class TorchMoE:
         nb = 0.5 * (r[lo - 1] + r[hi - 1])
         return nb - nb.mean()
 
-    def to_shared(self, arrays):
-        """Copies the inputs into managed memory (moertMlirAllocShared): the
-        kernels read their arguments in place, and a GPU without HMM cannot
-        read pageable host memory."""
-        ptrs, descs = [], []
-        for a in arrays:
-            a = np.ascontiguousarray(a, dtype=np.float32)
-            ptr = self.adapter.moertMlirAllocShared(max(a.nbytes, 1))
-            self.check("moertMlirAllocShared")
-            if not ptr:
-                raise RuntimeError("moertMlirAllocShared returned null")
-            ctypes.memmove(ptr, a.ctypes.data, a.nbytes)
-            ptrs.append(ptr)
-            descs.append(descriptor(a, ptr))
-        return ptrs, descs
-
     def __call__(self, x):
         s, sel, w, cut = self.route(x)
         order, tok, counts = self.dispatch(x, sel)
@@ -292,53 +196,6 @@ class TorchMoE:
 # ----------------------------------------------------------------------------
 # Timing and ceilings
 # ----------------------------------------------------------------------------
-
-def cuda_time(fn, iters):
-    """Mean milliseconds of fn() by CUDA events after a warm-up."""
-    fn()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(iters):
-        fn()
-    end.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(end) / iters
-
-
-def graph_time(fn, iters):
-    """Mean milliseconds of a CUDA-graph replay of fn(); falls back to plain
-    CUDA events when fn cannot be captured. Returns (ms, method)."""
-    try:
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):
-            for _ in range(3):
-                fn()
-        torch.cuda.current_stream().wait_stream(stream)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            fn()
-        return cuda_time(graph.replay, iters), "cuda_graph"
-    except Exception:
-        torch.cuda.synchronize()
-        return cuda_time(fn, iters), "cuda_events"
-
-
-def gemm_ceiling():
-    """Best bf16 cuBLAS GEMM TFLOP/s over a few large square shapes."""
-    best, per_shape = 0.0, {}
-    for n in (4096, 8192, 16384):
-        a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
-        b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
-        c = torch.empty(n, n, device="cuda", dtype=torch.bfloat16)
-        ms = cuda_time(lambda: torch.matmul(a, b, out=c), 20 if n < 16384 else 5)
-        per_shape[str(n)] = 2 * n ** 3 / (ms * 1e-3) / 1e12
-        best = max(best, per_shape[str(n)])
-        del a, b, c
-    torch.cuda.empty_cache()
-    return best, per_shape
-
 
 def make_inputs(rng, N, d, E, Fw, Fs, skew=0.5):
     """x with a common mean direction (so the router is skewed and QB has
