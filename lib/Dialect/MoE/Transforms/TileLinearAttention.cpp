@@ -435,7 +435,7 @@ std::pair<Value, Value> KDATiler::build(KDAOp op) {
   Type elementOut = tensorTypeOf(op.getOutput()).getElementType();
   Value batch = tensor::DimOp::create(b, op.getQuery(), 0);
   Value length = tensor::DimOp::create(b, op.getQuery(), 1);
-  int64_t heads = tensorTypeOf(op.getQuery()).getDimSize(2);
+  OpFoldResult heads = tensor::getMixedSize(b, b.getLoc(), op.getQuery(), 2);
 
   // Pad the sequence with zeros to whole chunks: a padded step has g = 0,
   // k = v = 0 and beta = 0, so it leaves the state unchanged.
@@ -447,14 +447,12 @@ std::pair<Value, Value> KDATiler::build(KDAOp op) {
   bool valueMajor = op.getStateLayout() == StateLayout::ValueMajor;
 
   Value outInit = tensor::EmptyOp::create(
-      b, ArrayRef<OpFoldResult>{batch, padded, attr(heads), attr(valueDim)},
-      f32());
+      b, ArrayRef<OpFoldResult>{batch, padded, heads, attr(valueDim)}, f32());
   Value stateInit = tensor::EmptyOp::create(
-      b,
-      ArrayRef<OpFoldResult>{batch, attr(heads), attr(keyDim), attr(valueDim)},
+      b, ArrayRef<OpFoldResult>{batch, heads, attr(keyDim), attr(valueDim)},
       f32());
   auto forall =
-      scf::ForallOp::create(b, ArrayRef<OpFoldResult>{batch, attr(heads)},
+      scf::ForallOp::create(b, ArrayRef<OpFoldResult>{batch, heads},
                             ValueRange{outInit, stateInit}, std::nullopt);
   Value bi = forall.getInductionVar(0), hi = forall.getInductionVar(1);
   {
@@ -537,7 +535,7 @@ std::pair<Value, Value> KDATiler::build(KDAOp op) {
   Value output = tensor::ExtractSliceOp::create(
       b, forall.getResult(0),
       ArrayRef<OpFoldResult>{attr(0), attr(0), attr(0), attr(0)},
-      ArrayRef<OpFoldResult>{batch, length, attr(heads), attr(valueDim)},
+      ArrayRef<OpFoldResult>{batch, length, heads, attr(valueDim)},
       ArrayRef<OpFoldResult>{attr(1), attr(1), attr(1), attr(1)});
   output = tb.convert(output, elementOut);
   if (output.getType() != op.getOutput().getType())
@@ -545,9 +543,7 @@ std::pair<Value, Value> KDATiler::build(KDAOp op) {
   Value finalState = forall.getResult(1);
   if (valueMajor) {
     Value init = tensor::EmptyOp::create(
-        b,
-        ArrayRef<OpFoldResult>{batch, attr(heads), attr(valueDim),
-                               attr(keyDim)},
+        b, ArrayRef<OpFoldResult>{batch, heads, attr(valueDim), attr(keyDim)},
         f32());
     finalState = linalg::TransposeOp::create(b, finalState, init,
                                              ArrayRef<int64_t>{0, 1, 3, 2})
@@ -593,6 +589,12 @@ void MoETileLinearAttentionPass::runOnOperation() {
   SmallVector<KDAOp> ops;
   root->walk([&](KDAOp op) { ops.push_back(op); });
   for (KDAOp op : ops) {
+    // Tiles are static: [C, K] and [K, V]. (The verifier already requires a
+    // static K.)
+    if (tensorTypeOf(op.getValue()).isDynamicDim(3)) {
+      op.emitOpError("needs a static value dimension V to be tiled");
+      return signalPassFailure();
+    }
     RankedTensorType qType = tensorTypeOf(op.getQuery());
     Type operandType = qType.getElementType();
     TileSafetyVerdict verdict =
