@@ -41,6 +41,8 @@ using namespace mlir;
 
 void mlir::moe::addMoEToUpstreamPasses(OpPassManager &pm) {
   // Passes that lower moe ops to upstream tensor-level IR go here, in order.
+  // A whole model becomes a function of its packed parameters.
+  pm.addPass(createConvertMoEModelToFunc());
   // Layer ops (moe.moe_ffn, ...) become primitive ops first.
   pm.addPass(createMoEDecompose());
   // Routing, dispatch, grouped experts and combine -> fused tile IR.
@@ -51,8 +53,11 @@ void mlir::moe::addMoEToUpstreamPasses(OpPassManager &pm) {
   // MLA attention -> the causal online-softmax forward on tiles.
   pm.addPass(createMoETileAttention());
   // Norms, decay gate, short conv, cross-entropy, embedding, dense gated
-  // FFN (the shared expert) -> linalg.
+  // FFN (the shared expert), attention-residual mixes -> linalg.
   pm.addPass(createConvertMoEToLinalg());
+  // Element-wise arith/math ops on whole tensors (a model's residual sums,
+  // `arith.addf %a, %b : tensor<...>`) -> linalg.generic, which bufferizes.
+  pm.addPass(createConvertElementwiseToLinalgPass());
 }
 
 void mlir::moe::addBufferizationPasses(OpPassManager &pm) {
@@ -89,7 +94,9 @@ void mlir::moe::buildLowerToCPUPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createForallToForLoopPass());
   pm.addNestedPass<func::FuncOp>(createConvertVectorToSCFPass());
 
-  // 5. Descriptors and control flow.
+  // 5. Descriptors and control flow. Expands with several dynamic sizes in
+  // one group are rewritten first: expand-strided-metadata crashes on them.
+  pm.addPass(createMoELowerDynamicExpandShape());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());

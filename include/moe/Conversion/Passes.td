@@ -31,7 +31,10 @@ def ConvertMoEToLinalg : Pass<"convert-moe-to-linalg"> {
       (section 7.2; the mean of no token is NaN);
     * `moe.embedding`: a gather of table rows with `tensor.extract`;
     * `moe.glu_ffn`: `act(x Wg, x Wu) Wd` with the contractions and the
-      activation (SwiGLU or SiTU-GLU, sections 6 and 7.1) in fp32.
+      activation (SwiGLU or SiTU-GLU, sections 6 and 7.1) in fp32;
+    * `moe.attn_res_mix`: per source the RMS-normalised score against the
+      query, a softmax over the sources (shifted by their max) and the
+      weighted sum of the raw sources (sections 5.1 and 5.5).
 
     Reductions, norms, gates and the loss are computed in fp32 and the result
     is converted back to the op's element type. Batch and sequence
@@ -44,6 +47,64 @@ def ConvertMoEToLinalg : Pass<"convert-moe-to-linalg"> {
     "::mlir::linalg::LinalgDialect",
     "::mlir::math::MathDialect",
     "::mlir::tensor::TensorDialect"
+  ];
+}
+
+def ConvertMoEModelToFunc : Pass<"convert-moe-model-to-func", "ModuleOp"> {
+  let summary = "Turn each moe.model into a function of its packed parameters";
+  let description = [{
+    Rewrites every `moe.model @name` of the module into
+
+    ```mlir
+    func.func @name(%params: tensor<Nxf32>, %tokens: ..., %labels: ...)
+        -> tensor<f32>
+    ```
+
+    where `%params` holds all `N` scalars of the model's parameters, packed
+    one after the other in the order the `moe.param` ops appear in the body
+    (depth first), each in row-major order. Every `moe.param` becomes a
+    `tensor.extract_slice` of its range, a `tensor.expand_shape` (or
+    `tensor.collapse_shape` for a 0-d parameter) to its shape and, when its
+    element type is not f32, a conversion: the packed values are the fp32
+    master weights (ALGORITHMS.md section 7.4). `moe.return` becomes
+    `func.return`. The body's other ops move unchanged.
+
+    The packing is the calling convention between compiled models and the
+    program that initialises and feeds them (`moe-compile`'s driver); the
+    same order and offsets are what `mlir::moe::getParamLayout` returns.
+
+    Input: verified `moe.model` ops (the layer ops may or may not be
+    decomposed yet). Output: no `moe.model`, `moe.param` or `moe.return`
+    remain.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::func::FuncDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+}
+
+def MoELowerDynamicExpandShape : Pass<"moe-lower-dynamic-expand-shape"> {
+  let summary = "Turn memref.expand_shape with several dynamic sizes in one "
+                "group into memref.reinterpret_cast";
+  let description = [{
+    A `memref.expand_shape` that splits one dimension into several dynamic
+    ones (`memref<?x256xf32>` into `memref<?x?x256xf32>`, as when a model
+    with a dynamic batch and sequence unflattens its tokens) becomes a
+    `memref.reinterpret_cast` of the source's base buffer
+    (`memref.extract_strided_metadata`) with the source's offset, the op's
+    output sizes, and in each group the strides
+    `stride[j] = stride[j + 1] * size[j + 1]`, the last one being the
+    source dimension's stride.
+
+    MLIR 22's `-expand-strided-metadata` crashes on exactly these ops, so
+    `moe-lower-to-cpu` runs this pass right before it. Every other
+    `expand_shape` is left to `-expand-strided-metadata`.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::memref::MemRefDialect"
   ];
 }
 

@@ -53,11 +53,12 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
 
 /// Adds the passes that lower moe-specific ops to upstream tensor-level IR
 /// (func + linalg/tensor/scf/arith/math), in the order they must run. This is
-/// the hook through which the moe dialect reaches every back end: layer
+/// the hook through which the moe dialect reaches every back end: models to
+/// functions of their packed parameters (convert-moe-model-to-func), layer
 /// decomposition, routing fusion, KDA tiling (before the decay gate is
-/// lowered, since the decay-bound analysis reads it), attention tiling and
-/// convert-moe-to-linalg. moe ops that no pass lowers (moe.model, moe.param)
-/// are rejected by bufferization with "op was not bufferized".
+/// lowered, since the decay-bound analysis reads it), attention tiling,
+/// convert-moe-to-linalg and convert-elementwise-to-linalg. A moe op that no
+/// pass lowers is rejected by bufferization with "op was not bufferized".
 void addMoEToUpstreamPasses(OpPassManager &pm);
 
 /// One-shot bufferization with identity layouts at function boundaries and

@@ -3,9 +3,9 @@
 // Part of the moe-mlir project.
 //
 // Implements -convert-moe-to-linalg: the norms, the decay gate, the short
-// convolution, cross-entropy, embedding and the dense gated FFN become
-// linalg.generic ops on tensors, with their reductions and transcendental
-// math in fp32.
+// convolution, cross-entropy, embedding, the dense gated FFN and the
+// attention-residual mix become linalg.generic ops on tensors, with their
+// reductions and transcendental math in fp32.
 //
 //===----------------------------------------------------------------------===//
 
@@ -424,17 +424,121 @@ struct GLUFFNLowering : public TensorLowering<GLUFFNOp> {
   }
 };
 
+/// attn_res_mix -> per source `rstd_i = (mean(v_i^2) + eps)^-1/2` and
+/// `v_i . u` in one pass over the last dimension, the scores
+/// `s_i = rstd_i (v_i . u)`, their softmax over the sources (shifted by the
+/// max, so every exponent is <= 0), then `sum_i p_i v_i` (ALGORITHMS.md
+/// sections 5.1 and 5.5). Scores and weights are fp32.
+struct AttnResMixLowering : public TensorLowering<AttnResMixOp> {
+  using TensorLowering::TensorLowering;
+
+  Value lower(AttnResMixOp op, OpAdaptor adaptor, ImplicitLocOpBuilder &b,
+              TensorBuilder &tb) const override {
+    ValueRange sources = adaptor.getSources();
+    Value query = adaptor.getQuery();
+    Value first = sources.front();
+    RankedTensorType type = tensorTypeOf(first);
+    int64_t rank = type.getRank();
+    int64_t numSources = sources.size();
+    Type f32 = b.getF32Type();
+    double epsilon = op.getEpsilon().convertToDouble();
+    MLIRContext *ctx = b.getContext();
+    AffineMap identity = b.getMultiDimIdentityMap(rank);
+    AffineMap tokenMap = leadingDimsMap(ctx, rank);
+    AffineMap queryMap = dimsMap(ctx, rank, {rank - 1});
+    SmallVector<OpFoldResult> tokenSizes = tb.sizesOf(first);
+    tokenSizes.pop_back();
+    Value width = buildLastDimSizeF32(b, first);
+
+    // s_i = rstd_i * (v_i . u), one [...] fp32 tensor per source.
+    SmallVector<Value> scores;
+    for (Value source : sources) {
+      SmallVector<Value> sums = tb.generic(
+          {source, query}, {identity, queryMap},
+          {tb.filled(tokenSizes, f32, 0.0), tb.filled(tokenSizes, f32, 0.0)},
+          {tokenMap, tokenMap}, rank, rank - 1,
+          [&](OpBuilder &nb, Location loc,
+              ValueRange args) -> SmallVector<Value> {
+            Value v = convertScalar(nb, loc, args[0], f32);
+            Value u = convertScalar(nb, loc, args[1], f32);
+            Value square = arith::MulFOp::create(nb, loc, v, v);
+            Value product = arith::MulFOp::create(nb, loc, v, u);
+            return {arith::AddFOp::create(nb, loc, args[2], square),
+                    arith::AddFOp::create(nb, loc, args[3], product)};
+          });
+      scores.push_back(
+          tb.map(sums, f32, [&](OpBuilder &nb, Location loc, ValueRange args) {
+            Value eps = floatConstant(nb, loc, f32, epsilon);
+            Value mean = arith::DivFOp::create(nb, loc, args[0], width);
+            Value shifted = arith::AddFOp::create(nb, loc, mean, eps);
+            Value rstd = math::RsqrtOp::create(nb, loc, shifted);
+            return arith::MulFOp::create(nb, loc, rstd, args[1]);
+          }));
+    }
+
+    // p = softmax over the sources, per token.
+    SmallVector<AffineMap> tokenMaps(2 * numSources,
+                                     b.getMultiDimIdentityMap(rank - 1));
+    SmallVector<Value> inits;
+    for (int64_t i = 0; i < numSources; ++i)
+      inits.push_back(tb.filled(tokenSizes, f32, 0.0));
+    SmallVector<Value> weights = tb.generic(
+        scores, ArrayRef(tokenMaps).take_front(numSources), inits,
+        ArrayRef(tokenMaps).take_front(numSources), rank - 1, rank - 1,
+        [&](OpBuilder &nb, Location loc,
+            ValueRange args) -> SmallVector<Value> {
+          ValueRange s = args.take_front(numSources);
+          Value max = s.front();
+          for (Value score : s.drop_front())
+            max = arith::MaximumFOp::create(nb, loc, max, score);
+          SmallVector<Value> exps;
+          Value total = floatConstant(nb, loc, f32, 0.0);
+          for (Value score : s) {
+            Value shifted = arith::SubFOp::create(nb, loc, score, max);
+            exps.push_back(math::ExpOp::create(nb, loc, shifted));
+            total = arith::AddFOp::create(nb, loc, total, exps.back());
+          }
+          SmallVector<Value> probabilities;
+          for (Value exp : exps)
+            probabilities.push_back(arith::DivFOp::create(nb, loc, exp, total));
+          return probabilities;
+        });
+
+    // result = sum_i p_i v_i, accumulated in fp32.
+    SmallVector<Value> inputs(sources.begin(), sources.end());
+    inputs.append(weights.begin(), weights.end());
+    SmallVector<AffineMap> maps(numSources, identity);
+    maps.append(numSources, tokenMap);
+    Type elementType = type.getElementType();
+    Value result =
+        tb.mapIndexed(tb.sizesOf(first), inputs, maps, elementType,
+                      [&](OpBuilder &nb, Location loc, ValueRange args) {
+                        Value sum = floatConstant(nb, loc, f32, 0.0);
+                        for (int64_t i = 0; i < numSources; ++i) {
+                          Value v = convertScalar(nb, loc, args[i], f32);
+                          Value term = arith::MulFOp::create(
+                              nb, loc, args[numSources + i], v);
+                          sum = arith::AddFOp::create(nb, loc, sum, term);
+                        }
+                        return convertScalar(nb, loc, sum, elementType);
+                      });
+    if (result.getType() != op.getType())
+      result = tensor::CastOp::create(b, op.getType(), result);
+    return result;
+  }
+};
+
 } // namespace
 
 void mlir::moe::populateMoEToLinalgPatterns(RewritePatternSet &patterns) {
   patterns.add<L2NormLowering, RMSNormLowering, DecayGateLowering,
                ShortConvLowering, CrossEntropyLowering, EmbeddingLowering,
-               GLUFFNLowering>(patterns.getContext());
+               GLUFFNLowering, AttnResMixLowering>(patterns.getContext());
 }
 
 void mlir::moe::configureMoEToLinalgTarget(ConversionTarget &target) {
   target.addIllegalOp<L2NormOp, RMSNormOp, DecayGateOp, ShortConvOp,
-                      CrossEntropyOp, EmbeddingOp, GLUFFNOp>();
+                      CrossEntropyOp, EmbeddingOp, GLUFFNOp, AttnResMixOp>();
 }
 
 //===----------------------------------------------------------------------===//

@@ -1,0 +1,540 @@
+//===- ModelMain.cpp - main() of executables built by moe-compile ---------===//
+//
+// Part of the moe-mlir project.
+//
+// The host program that moe-compile links with a compiled model. It reads
+// the model's manifest (parameter names, shapes, offsets and initialisers,
+// written into the object by moe-compile), initialises the packed fp32
+// parameters from a seed, builds one batch of tokens and labels from a
+// token file or the embedded sample text, calls the compiled forward pass
+// and prints `loss <value>`. Plain C++17; no LLVM or MLIR dependency.
+//
+//===----------------------------------------------------------------------===//
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <sys/stat.h>
+#include <vector>
+
+//===----------------------------------------------------------------------===//
+// The compiled model's ABI
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// MLIR's ranked memref descriptor.
+template <typename T, int Rank>
+struct MemRef {
+  T *allocated;
+  T *aligned;
+  int64_t offset;
+  int64_t sizes[Rank];
+  int64_t strides[Rank];
+};
+/// The rank-0 descriptor (no sizes, no strides).
+template <typename T>
+struct MemRef0 {
+  T *allocated;
+  T *aligned;
+  int64_t offset;
+};
+} // namespace
+
+extern "C" {
+/// The manifest: text written by moe-compile, see parseManifest.
+extern const char moe_model_manifest[];
+/// `func.func @moe_model_forward(params, tokens, labels) -> tensor<f32>`
+/// through MLIR's C interface; the result is a fresh heap buffer.
+void _mlir_ciface_moe_model_forward(MemRef0<float> *loss,
+                                    MemRef<float, 1> *params,
+                                    MemRef<int32_t, 2> *tokens,
+                                    MemRef<int32_t, 2> *labels);
+}
+
+//===----------------------------------------------------------------------===//
+// Manifest
+//===----------------------------------------------------------------------===//
+
+namespace {
+enum class InitKind { Zeros, Ones, Normal, LogUniform, InverseSoftplusDt };
+
+struct Param {
+  std::string name;
+  int64_t offset = 0;
+  int64_t size = 0;
+  InitKind kind = InitKind::Zeros;
+  double std = 0, low = 0, high = 0;
+  std::vector<int64_t> shape;
+};
+
+struct Manifest {
+  std::string name;
+  int64_t vocab = 0, hidden = 0, scalars = 0;
+  /// Static batch and sequence sizes of the token tensor, -1 if dynamic.
+  int64_t batch = -1, length = -1;
+  std::vector<Param> params;
+};
+
+[[noreturn]] void fail(const std::string &message) {
+  std::fprintf(stderr, "error: %s\n", message.c_str());
+  std::exit(1);
+}
+
+bool parseInitKind(const std::string &text, InitKind &kind) {
+  static const struct {
+    const char *name;
+    InitKind kind;
+  } kinds[] = {{"zeros", InitKind::Zeros},
+               {"ones", InitKind::Ones},
+               {"normal", InitKind::Normal},
+               {"log_uniform", InitKind::LogUniform},
+               {"inverse_softplus_dt", InitKind::InverseSoftplusDt}};
+  for (const auto &entry : kinds)
+    if (text == entry.name) {
+      kind = entry.kind;
+      return true;
+    }
+  return false;
+}
+
+/// Parses the manifest. Its lines:
+///   moe-model 1
+///   name <symbol>
+///   vocab <n>
+///   hidden <n>
+///   tokens <batch or -1> <length or -1>
+///   scalars <n>
+///   param <offset> <size> <init> <std> <low> <high> <rank> <dims...> <name>
+/// The name is the rest of the line after one space. The compiler wrote it,
+/// so a malformed manifest is an internal error.
+Manifest parseManifest(const char *text) {
+  Manifest manifest;
+  const char *cursor = text;
+  int lineNumber = 0;
+  bool sawHeader = false;
+  while (*cursor) {
+    const char *end = std::strchr(cursor, '\n');
+    std::string line = end ? std::string(cursor, end) : std::string(cursor);
+    cursor = end ? end + 1 : cursor + line.size();
+    ++lineNumber;
+    auto bad = [&]() {
+      fail("malformed model manifest at line " + std::to_string(lineNumber) +
+           ": '" + line + "' (the executable is damaged)");
+    };
+    char key[32] = {0};
+    int consumed = 0;
+    if (std::sscanf(line.c_str(), "%31s%n", key, &consumed) != 1)
+      bad();
+    const char *rest = line.c_str() + consumed;
+    std::string keyword = key;
+    if (keyword == "moe-model") {
+      int version = 0;
+      if (std::sscanf(rest, "%d", &version) != 1 || version != 1)
+        bad();
+      sawHeader = true;
+    } else if (keyword == "name") {
+      manifest.name = rest[0] == ' ' ? rest + 1 : rest;
+    } else if (keyword == "vocab") {
+      if (std::sscanf(rest, "%ld", &manifest.vocab) != 1)
+        bad();
+    } else if (keyword == "hidden") {
+      if (std::sscanf(rest, "%ld", &manifest.hidden) != 1)
+        bad();
+    } else if (keyword == "tokens") {
+      if (std::sscanf(rest, "%ld %ld", &manifest.batch, &manifest.length) != 2)
+        bad();
+    } else if (keyword == "scalars") {
+      if (std::sscanf(rest, "%ld", &manifest.scalars) != 1)
+        bad();
+    } else if (keyword == "param") {
+      Param param;
+      char kind[32] = {0};
+      int rank = 0, n = 0;
+      if (std::sscanf(rest, "%ld %ld %31s %lf %lf %lf %d%n", &param.offset,
+                      &param.size, kind, &param.std, &param.low, &param.high,
+                      &rank, &n) != 7 ||
+          !parseInitKind(kind, param.kind) || rank < 0)
+        bad();
+      rest += n;
+      for (int i = 0; i < rank; ++i) {
+        int64_t dim = 0;
+        if (std::sscanf(rest, "%ld%n", &dim, &n) != 1)
+          bad();
+        param.shape.push_back(dim);
+        rest += n;
+      }
+      if (rest[0] != ' ')
+        bad();
+      param.name = rest + 1;
+      manifest.params.push_back(std::move(param));
+    } else {
+      bad();
+    }
+  }
+  if (!sawHeader)
+    fail("the executable carries no model manifest");
+  return manifest;
+}
+
+//===----------------------------------------------------------------------===//
+// Initialisation (ALGORITHMS.md sections 2.1 and 7.4)
+//===----------------------------------------------------------------------===//
+
+/// SplitMix64: a small, well-mixed 64-bit generator.
+class Random {
+public:
+  explicit Random(uint64_t seed) : state(seed) {}
+  uint64_t next() {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  /// Uniform in (0, 1): 53 random bits, never exactly 0 or 1.
+  double uniform() {
+    return ((next() >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+  }
+  /// Standard normal (Box-Muller).
+  double normal() {
+    double u1 = uniform(), u2 = uniform();
+    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+  }
+
+private:
+  uint64_t state;
+};
+
+/// FNV-1a of the parameter name: each parameter draws from its own stream,
+/// so its values depend on the seed and its name only, not on the order of
+/// the parameters.
+uint64_t hashName(const std::string &name) {
+  uint64_t hash = 0xcbf29ce484222325ull;
+  for (unsigned char c : name)
+    hash = (hash ^ c) * 0x100000001b3ull;
+  return hash;
+}
+
+void initialise(const Param &param, uint64_t seed, float *values) {
+  Random random(seed * 0x9e3779b97f4a7c15ull ^ hashName(param.name));
+  for (int64_t i = 0; i < param.size; ++i) {
+    double value = 0;
+    switch (param.kind) {
+    case InitKind::Zeros:
+      value = 0;
+      break;
+    case InitKind::Ones:
+      value = 1;
+      break;
+    case InitKind::Normal:
+      value = param.std * random.normal();
+      break;
+    case InitKind::LogUniform:
+      // ln U(low, high).
+      value = std::log(param.low + (param.high - param.low) * random.uniform());
+      break;
+    case InitKind::InverseSoftplusDt: {
+      // dt = exp(U(ln low, ln high)) >= 1e-4, then softplus^-1(dt).
+      double lo = std::log(param.low), hi = std::log(param.high);
+      double dt = std::exp(lo + (hi - lo) * random.uniform());
+      dt = std::max(dt, 1e-4);
+      value = dt + std::log(-std::expm1(-dt));
+      break;
+    }
+    }
+    values[i] = static_cast<float>(value);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Tokens
+//===----------------------------------------------------------------------===//
+
+/// Sample text for a byte-level model, used when no token file is given.
+const char kSampleText[] =
+    "The compiler reads a description of the model, splits every layer into "
+    "the operations it is made of, cuts the long sequences into tiles that "
+    "fit in fast memory, and writes a program that runs them in order. Each "
+    "token first becomes a row of the embedding table. Linear attention then "
+    "folds the past into a small state that decays a little at every step, "
+    "while the attention layer looks back at every earlier token directly. "
+    "Between them, a router sends each token to a few of many experts, and "
+    "the residual mixes let every layer choose which earlier blocks to read. "
+    "At the end, the head turns the last hidden state into a score for every "
+    "byte, and the loss measures how surprised the model was by the next "
+    "one. Before any training, that surprise is close to the logarithm of "
+    "the vocabulary size, because every byte looks equally likely.\n";
+
+std::vector<uint32_t> readTokens(const std::string &path) {
+  FILE *file = std::fopen(path.c_str(), "rb");
+  if (!file)
+    fail("cannot open token file '" + path + "': " + std::strerror(errno));
+  std::vector<uint32_t> tokens;
+  uint8_t bytes[4];
+  size_t count = 0;
+  while ((count = std::fread(bytes, 1, 4, file)) == 4)
+    tokens.push_back(uint32_t(bytes[0]) | uint32_t(bytes[1]) << 8 |
+                     uint32_t(bytes[2]) << 16 | uint32_t(bytes[3]) << 24);
+  std::fclose(file);
+  if (count != 0)
+    fail("token file '" + path +
+         "' is not a sequence of 4-byte uint32 ids "
+         "(its size is not a multiple of 4)");
+  return tokens;
+}
+
+//===----------------------------------------------------------------------===//
+// .npy output (--dump-params, --dump-batch)
+//===----------------------------------------------------------------------===//
+
+void writeNpy(const std::string &path, const char *descr, size_t itemSize,
+              const std::vector<int64_t> &shape, const void *data) {
+  std::string shapeText = "(";
+  int64_t count = 1;
+  for (int64_t dim : shape) {
+    shapeText += std::to_string(dim) + (shape.size() == 1 ? ",)" : ",");
+    count *= dim;
+  }
+  if (shape.size() != 1)
+    shapeText += ")";
+  std::string header = std::string("{'descr': '") + descr +
+                       "', 'fortran_order': False, 'shape': " + shapeText +
+                       ", }";
+  // Magic (6) + version (2) + length (2) + header + '\n', padded to 64.
+  size_t total = 10 + header.size() + 1;
+  header.append((64 - total % 64) % 64, ' ');
+  header += '\n';
+  FILE *file = std::fopen(path.c_str(), "wb");
+  if (!file)
+    fail("cannot write '" + path + "': " + std::strerror(errno));
+  const char magic[] = "\x93NUMPY\x01\x00";
+  uint16_t length = static_cast<uint16_t>(header.size());
+  uint8_t lengthBytes[2] = {uint8_t(length & 0xff), uint8_t(length >> 8)};
+  bool ok =
+      std::fwrite(magic, 1, 8, file) == 8 &&
+      std::fwrite(lengthBytes, 1, 2, file) == 2 &&
+      std::fwrite(header.data(), 1, header.size(), file) == header.size() &&
+      std::fwrite(data, itemSize, count, file) == size_t(count);
+  if (std::fclose(file) != 0 || !ok)
+    fail("cannot write '" + path + "'");
+}
+
+void makeDirectory(const std::string &path) {
+  if (mkdir(path.c_str(), 0777) != 0 && errno != EEXIST)
+    fail("cannot create directory '" + path + "': " + std::strerror(errno));
+}
+
+/// A parameter name as a file name: '/' would name a directory.
+std::string fileNameOf(std::string name) {
+  for (char &c : name)
+    if (c == '/')
+      c = '_';
+  return name;
+}
+
+//===----------------------------------------------------------------------===//
+// Command line
+//===----------------------------------------------------------------------===//
+
+struct Options {
+  std::string tokensPath, dumpParams, dumpBatch;
+  int64_t batch = -1, length = -1;
+  uint64_t seed = 0;
+  bool verbose = false;
+};
+
+void printHelp(const char *argv0, const Manifest &manifest) {
+  std::printf(
+      "USAGE: %s [options]\n\n"
+      "Runs the forward pass of the model '%s' (compiled by moe-compile) on\n"
+      "one batch and prints its mean cross-entropy loss as 'loss <value>'.\n"
+      "Weights are initialised from --seed by the model's init rules.\n"
+      "Sequence b of the batch reads tokens [b*T, b*T + T) of the token\n"
+      "stream and is labelled with the tokens one position later, so a\n"
+      "batch needs B*T + 1 tokens.\n\n"
+      "OPTIONS:\n"
+      "  --tokens=FILE      token ids, little-endian uint32 (default: the\n"
+      "                     embedded sample text, one token per byte)\n"
+      "  --batch=B          sequences per batch (default 2)\n"
+      "  --seq-len=T        tokens per sequence (default 64)\n"
+      "  --seed=N           weight initialisation seed (default 0)\n"
+      "  --dump-params=DIR  write every parameter as DIR/<name>.npy (f32)\n"
+      "  --dump-batch=DIR   write DIR/tokens.npy and DIR/labels.npy (i32)\n"
+      "  --verbose          print the model, the batch and the time taken\n"
+      "                     (tokens per second) to stderr\n"
+      "  --help             print this help\n\n"
+      "Model: vocab_size %ld, hidden_size %ld, %zu parameter tensors, %ld "
+      "scalars.\n",
+      argv0, manifest.name.c_str(), manifest.vocab, manifest.hidden,
+      manifest.params.size(), manifest.scalars);
+}
+
+bool parseInteger(const std::string &text, int64_t &value, int64_t min) {
+  if (text.empty())
+    return false;
+  char *end = nullptr;
+  errno = 0;
+  long long parsed = std::strtoll(text.c_str(), &end, 10);
+  if (errno != 0 || *end != '\0' || parsed < min)
+    return false;
+  value = parsed;
+  return true;
+}
+
+Options parseOptions(int argc, char **argv, const Manifest &manifest) {
+  Options options;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--help" || arg == "-help" || arg == "-h") {
+      printHelp(argv[0], manifest);
+      std::exit(0);
+    }
+    if (arg == "--verbose") {
+      options.verbose = true;
+      continue;
+    }
+    size_t equals = arg.find('=');
+    std::string key = arg.substr(0, equals);
+    if (equals == std::string::npos) {
+      fail("unknown or incomplete option '" + arg +
+           "' (options take the form --name=value; see --help)");
+    }
+    std::string value = arg.substr(equals + 1);
+    auto integer = [&](int64_t &out, int64_t min) {
+      if (!parseInteger(value, out, min))
+        fail("option " + key + " expects an integer >= " + std::to_string(min) +
+             ", got '" + value + "'");
+    };
+    if (key == "--tokens") {
+      options.tokensPath = value;
+    } else if (key == "--batch") {
+      integer(options.batch, 1);
+    } else if (key == "--seq-len") {
+      integer(options.length, 1);
+    } else if (key == "--seed") {
+      int64_t seed = 0;
+      integer(seed, 0);
+      options.seed = static_cast<uint64_t>(seed);
+    } else if (key == "--dump-params") {
+      options.dumpParams = value;
+    } else if (key == "--dump-batch") {
+      options.dumpBatch = value;
+    } else {
+      fail("unknown option '" + key + "' (see --help)");
+    }
+  }
+  // A static batch or sequence size of the model wins over the defaults and
+  // must agree with an explicit option.
+  auto resolve = [](int64_t &size, int64_t fixed, int64_t fallback,
+                    const char *what) {
+    if (fixed >= 0 && size >= 0 && size != fixed)
+      fail(std::string("the model was compiled for ") + what + " " +
+           std::to_string(fixed) + ", got " + std::to_string(size));
+    if (size < 0)
+      size = fixed >= 0 ? fixed : fallback;
+  };
+  resolve(options.batch, manifest.batch, 2, "--batch");
+  resolve(options.length, manifest.length, 64, "--seq-len");
+  return options;
+}
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// main
+//===----------------------------------------------------------------------===//
+
+int main(int argc, char **argv) {
+  Manifest manifest = parseManifest(moe_model_manifest);
+  Options options = parseOptions(argc, argv, manifest);
+
+  // Weights.
+  std::vector<float> params(static_cast<size_t>(manifest.scalars));
+  for (const Param &param : manifest.params) {
+    if (param.offset < 0 || param.offset + param.size > manifest.scalars)
+      fail("parameter '" + param.name + "' lies outside the packed buffer");
+    initialise(param, options.seed, params.data() + param.offset);
+  }
+
+  // Tokens: the stream, then one batch of inputs and next-token labels.
+  std::vector<uint32_t> stream;
+  if (options.tokensPath.empty()) {
+    if (manifest.vocab < 256)
+      fail("the embedded sample data are bytes (ids 0-255), but the model's "
+           "vocab_size is " +
+           std::to_string(manifest.vocab) + "; pass --tokens=FILE");
+    for (const char *c = kSampleText; *c; ++c)
+      stream.push_back(static_cast<unsigned char>(*c));
+  } else {
+    stream = readTokens(options.tokensPath);
+  }
+  int64_t batch = options.batch, length = options.length;
+  size_t needed = static_cast<size_t>(batch * length + 1);
+  if (stream.size() < needed)
+    fail(std::string(options.tokensPath.empty()
+                         ? "the embedded sample data"
+                         : "token file '" + options.tokensPath + "'") +
+         " holds " + std::to_string(stream.size()) + " tokens, but batch " +
+         std::to_string(batch) + " x seq-len " + std::to_string(length) +
+         " needs " + std::to_string(needed));
+  for (size_t i = 0; i < needed; ++i)
+    if (stream[i] >= static_cast<uint64_t>(manifest.vocab))
+      fail("token " + std::to_string(stream[i]) + " at position " +
+           std::to_string(i) + " is out of range for vocab_size " +
+           std::to_string(manifest.vocab));
+  std::vector<int32_t> inputs(needed - 1), labels(needed - 1);
+  for (size_t i = 0; i + 1 < needed; ++i) {
+    inputs[i] = static_cast<int32_t>(stream[i]);
+    labels[i] = static_cast<int32_t>(stream[i + 1]);
+  }
+
+  if (!options.dumpParams.empty()) {
+    makeDirectory(options.dumpParams);
+    for (const Param &param : manifest.params)
+      writeNpy(options.dumpParams + "/" + fileNameOf(param.name) + ".npy",
+               "<f4", sizeof(float), param.shape, params.data() + param.offset);
+  }
+  if (!options.dumpBatch.empty()) {
+    makeDirectory(options.dumpBatch);
+    writeNpy(options.dumpBatch + "/tokens.npy", "<i4", sizeof(int32_t),
+             {batch, length}, inputs.data());
+    writeNpy(options.dumpBatch + "/labels.npy", "<i4", sizeof(int32_t),
+             {batch, length}, labels.data());
+  }
+
+  // The forward pass.
+  MemRef<float, 1> paramsRef = {
+      params.data(), params.data(), 0, {manifest.scalars}, {1}};
+  MemRef<int32_t, 2> tokensRef = {
+      inputs.data(), inputs.data(), 0, {batch, length}, {length, 1}};
+  MemRef<int32_t, 2> labelsRef = {
+      labels.data(), labels.data(), 0, {batch, length}, {length, 1}};
+  MemRef0<float> lossRef = {nullptr, nullptr, 0};
+  auto start = std::chrono::steady_clock::now();
+  _mlir_ciface_moe_model_forward(&lossRef, &paramsRef, &tokensRef, &labelsRef);
+  auto stop = std::chrono::steady_clock::now();
+  float loss = lossRef.aligned[lossRef.offset];
+  std::free(lossRef.allocated);
+
+  std::printf("loss %.6f\n", loss);
+  if (options.verbose) {
+    double seconds = std::chrono::duration<double>(stop - start).count();
+    std::fprintf(stderr,
+                 "model %s: vocab_size %ld, hidden_size %ld, %ld parameters\n"
+                 "batch %ld x %ld tokens, seed %lu\n"
+                 "forward %.3f s, %.1f tokens/s\n",
+                 manifest.name.c_str(), manifest.vocab, manifest.hidden,
+                 manifest.scalars, batch, length,
+                 static_cast<unsigned long>(options.seed), seconds,
+                 static_cast<double>(batch * length) / seconds);
+  }
+  if (!std::isfinite(loss)) {
+    std::fprintf(stderr, "error: the loss is not finite\n");
+    return 2;
+  }
+  return 0;
+}

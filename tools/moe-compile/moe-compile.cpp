@@ -1,0 +1,478 @@
+//===- moe-compile.cpp - Compile a model description into an executable ---===//
+//
+// Part of the moe-mlir project.
+//
+// moe-compile parses a model description (one `moe.model`), writes its
+// parameter manifest, lowers it with `moe-lower-to-cpu` into the LLVM
+// dialect, translates that to LLVM IR, optimises and compiles it for the
+// host with LLVM's TargetMachine, and links the object with the driver
+// (driver/ModelMain.cpp) into a native executable that initialises the
+// weights, reads tokens, runs the forward pass and prints the loss.
+//
+//===----------------------------------------------------------------------===//
+
+#include "moe/Conversion/MoEModelToFunc/MoEModelToFunc.h"
+#include "moe/InitAll.h"
+#include "moe/Pipelines/Pipelines.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/Timing.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
+#include "llvm/TargetParser/Host.h"
+
+using namespace mlir;
+namespace cl = llvm::cl;
+
+//===----------------------------------------------------------------------===//
+// Command line
+//===----------------------------------------------------------------------===//
+
+namespace {
+enum class Target { CPU, CUDA };
+enum class Emit { MLIR, LLVM, Object, Executable };
+} // namespace
+
+static cl::OptionCategory compileCategory("moe-compile options");
+
+static cl::opt<std::string> inputFilename(cl::Positional,
+                                          cl::desc("<model.mlir>"),
+                                          cl::init("-"),
+                                          cl::cat(compileCategory));
+static cl::opt<std::string> outputFilename("o",
+                                           cl::desc("Output file (default: "
+                                                    "a.out, or - for text "
+                                                    "with --emit=mlir|llvm)"),
+                                           cl::value_desc("path"),
+                                           cl::cat(compileCategory));
+static cl::opt<Target>
+    target("target", cl::desc("Back end"), cl::init(Target::CPU),
+           cl::values(clEnumValN(Target::CPU, "cpu", "the host CPU (default)"),
+                      clEnumValN(Target::CUDA, "cuda",
+                                 "NVIDIA GPUs (not supported yet)")),
+           cl::cat(compileCategory));
+static cl::opt<Emit>
+    emit("emit", cl::desc("What to write"), cl::init(Emit::Executable),
+         cl::values(clEnumValN(Emit::MLIR, "mlir",
+                               "the lowered module (LLVM dialect)"),
+                    clEnumValN(Emit::LLVM, "llvm", "optimised LLVM IR"),
+                    clEnumValN(Emit::Object, "obj", "an object file"),
+                    clEnumValN(Emit::Executable, "exe",
+                               "a native executable (default)")),
+         cl::cat(compileCategory));
+static cl::opt<std::string>
+    modelName("model",
+              cl::desc("The moe.model to compile when the input has several "
+                       "(its symbol name, without '@')"),
+              cl::value_desc("name"), cl::cat(compileCategory));
+static cl::opt<unsigned> optLevel("opt-level",
+                                  cl::desc("LLVM optimisation level (0-3)"),
+                                  cl::init(2), cl::cat(compileCategory));
+static cl::opt<bool> showRemarks(
+    "remarks",
+    cl::desc("Print the compiler's remarks (for example which path each KDA "
+             "tile took and why)"),
+    cl::init(false), cl::cat(compileCategory));
+static cl::opt<std::string>
+    linkerDriver("cxx",
+                 cl::desc("C++ compiler driver that links the executable "
+                          "(default: the one that built moe-compile)"),
+                 cl::value_desc("path"), cl::init(MOE_HOST_CXX),
+                 cl::cat(compileCategory));
+static cl::opt<std::string> driverLibrary(
+    "driver-lib",
+    cl::desc("The executable's main() library (default: "
+             "libMoEModelMain.a next to moe-compile's lib/ folder)"),
+    cl::value_desc("path"), cl::cat(compileCategory));
+
+/// The name of the compiled forward function, which the driver calls.
+static constexpr llvm::StringLiteral kEntryName = "moe_model_forward";
+/// The name of the manifest global, which the driver reads.
+static constexpr llvm::StringLiteral kManifestName = "moe_model_manifest";
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+/// Prints `moe-compile: error: <message>` and returns failure.
+static LogicalResult toolError(const llvm::Twine &message) {
+  llvm::WithColor::error(llvm::errs(), "moe-compile") << message << "\n";
+  return failure();
+}
+
+/// Picks the model to compile and erases the others.
+static FailureOr<moe::ModelOp> selectModel(ModuleOp module) {
+  SmallVector<moe::ModelOp> models(module.getOps<moe::ModelOp>());
+  if (models.empty()) {
+    emitError(module.getLoc())
+        << "expects a moe.model at the top level of the input, found none";
+    return failure();
+  }
+  moe::ModelOp chosen;
+  if (!modelName.empty()) {
+    for (moe::ModelOp model : models)
+      if (model.getSymName() == llvm::StringRef(modelName).ltrim('@'))
+        chosen = model;
+    if (!chosen) {
+      InFlightDiagnostic diag = emitError(module.getLoc())
+                                << "no moe.model named @" << modelName;
+      for (moe::ModelOp model : models)
+        diag.attachNote(model.getLoc()) << "available: @" << model.getSymName();
+      return failure();
+    }
+  } else if (models.size() > 1) {
+    InFlightDiagnostic diag = emitError(models[1].getLoc())
+                              << "the input holds " << models.size()
+                              << " models; choose one with --model=NAME";
+    for (moe::ModelOp model : models)
+      diag.attachNote(model.getLoc()) << "model @" << model.getSymName();
+    return failure();
+  } else {
+    chosen = models.front();
+  }
+  for (moe::ModelOp model : models)
+    if (model != chosen)
+      model.erase();
+  return chosen;
+}
+
+/// Checks what the driver relies on: i32 token ids and labels (the model
+/// verifier already checks their rank).
+static LogicalResult checkDriverABI(moe::ModelOp model) {
+  const char *names[] = {"token ids", "labels"};
+  for (auto [index, what] : llvm::enumerate(names)) {
+    auto type = cast<RankedTensorType>(
+        model.getBody().front().getArgument(index).getType());
+    if (!type.getElementType().isSignlessInteger(32))
+      return model.emitOpError("expects ")
+             << what << " of type tensor<?x?xi32> for moe-compile's driver, "
+             << "got " << type;
+  }
+  auto tokens = cast<RankedTensorType>(model.getTokens().getType());
+  auto labels = cast<RankedTensorType>(model.getLabels().getType());
+  if (tokens.getShape() != labels.getShape())
+    return model.emitOpError("expects token ids and labels of the same shape "
+                             "for moe-compile's driver, got ")
+           << tokens << " and " << labels;
+  return success();
+}
+
+/// The manifest the driver parses (see driver/ModelMain.cpp): the model's
+/// name, sizes and every parameter's slot and initialiser.
+static FailureOr<std::string> buildManifest(moe::ModelOp model) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  auto tokens = cast<RankedTensorType>(model.getTokens().getType());
+  auto dim = [&](int64_t i) {
+    return tokens.isDynamicDim(i) ? int64_t(-1) : tokens.getDimSize(i);
+  };
+  os << "moe-model 1\n"
+     << "name " << model.getSymName() << "\n"
+     << "vocab " << model.getVocabSize() << "\n"
+     << "hidden " << model.getHiddenSize() << "\n"
+     << "tokens " << dim(0) << " " << dim(1) << "\n"
+     << "scalars " << moe::getNumParamScalars(model) << "\n";
+  for (const moe::ParamSlot &slot : moe::getParamLayout(model)) {
+    moe::ParamOp param = slot.param;
+    if (param.getParamName().contains('\n') ||
+        param.getParamName().contains('\0'))
+      return param.emitOpError("expects a parameter name without newlines or "
+                               "NUL characters");
+    moe::InitAttr init = param.getInit();
+    auto value = [](std::optional<APFloat> v) {
+      return v ? v->convertToDouble() : 0.0;
+    };
+    os << "param " << slot.offset << " " << param.getNumElements() << " "
+       << moe::stringifyInitKind(init.getKind()) << " "
+       << llvm::format("%.17g %.17g %.17g", value(init.getStd()),
+                       value(init.getLow()), value(init.getHigh()))
+       << " " << param.getType().getRank();
+    for (int64_t size : param.getType().getShape())
+      os << " " << size;
+    os << " " << param.getParamName() << "\n";
+  }
+  return text;
+}
+
+/// Adds the manifest to the lowered module as a constant NUL-terminated
+/// byte array with external linkage.
+static void addManifestGlobal(ModuleOp module, llvm::StringRef manifest) {
+  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+  std::string bytes = manifest.str();
+  bytes.push_back('\0');
+  auto type = LLVM::LLVMArrayType::get(b.getI8Type(), bytes.size());
+  LLVM::GlobalOp::create(b, module.getLoc(), type, /*isConstant=*/true,
+                         LLVM::Linkage::External, kManifestName,
+                         b.getStringAttr(bytes));
+}
+
+/// Lowers the module in place: the model to a function named kEntryName,
+/// then moe-lower-to-cpu.
+static LogicalResult lowerToLLVMDialect(ModuleOp module, moe::ModelOp model) {
+  IRRewriter rewriter(module.getContext());
+  func::FuncOp func = moe::convertModelToFunc(model, rewriter);
+  if (SymbolTable::lookupSymbolIn(module, kEntryName))
+    return emitError(module.getLoc())
+           << "the input already defines the symbol @" << kEntryName
+           << ", which moe-compile reserves for the model";
+  SymbolTable::setSymbolName(func, kEntryName);
+
+  PassManager pm(module.getContext());
+  if (failed(applyPassManagerCLOptions(pm)))
+    return failure();
+  applyDefaultTimingPassManagerCLOptions(pm);
+  moe::LowerToCPUOptions options;
+  moe::buildLowerToCPUPipeline(pm, options);
+  return pm.run(module);
+}
+
+/// The host TargetMachine (PIC, so that the object links into a PIE).
+static std::unique_ptr<llvm::TargetMachine> createHostTargetMachine() {
+  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+  std::string error;
+  const llvm::Target *llvmTarget =
+      llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!llvmTarget) {
+    (void)toolError("no LLVM target for " + triple.str() + ": " + error);
+    return nullptr;
+  }
+  llvm::StringMap<bool> hostFeatures = llvm::sys::getHostCPUFeatures();
+  std::string features;
+  for (const auto &feature : hostFeatures)
+    features += (feature.second ? "+" : "-") + feature.first().str() + ",";
+  llvm::CodeGenOptLevel level =
+      optLevel >= 3   ? llvm::CodeGenOptLevel::Aggressive
+      : optLevel == 0 ? llvm::CodeGenOptLevel::None
+                      : llvm::CodeGenOptLevel::Default;
+  return std::unique_ptr<llvm::TargetMachine>(llvmTarget->createTargetMachine(
+      triple, llvm::sys::getHostCPUName(), features, llvm::TargetOptions(),
+      llvm::Reloc::PIC_, std::nullopt, level));
+}
+
+/// Writes `module` as an object file to `path`.
+static LogicalResult writeObject(llvm::Module &module,
+                                 llvm::TargetMachine &machine,
+                                 llvm::StringRef path) {
+  std::error_code ec;
+  llvm::ToolOutputFile out(path, ec, llvm::sys::fs::OF_None);
+  if (ec)
+    return toolError("cannot write " + path + ": " + ec.message());
+  llvm::legacy::PassManager codegen;
+  if (machine.addPassesToEmitFile(codegen, out.os(), nullptr,
+                                  llvm::CodeGenFileType::ObjectFile))
+    return toolError("the host target cannot emit object files");
+  codegen.run(module);
+  out.keep();
+  return success();
+}
+
+/// The driver library: --driver-lib, else libMoEModelMain.a in the lib/
+/// folder next to moe-compile's bin/ folder, else where the build put it.
+static std::string findDriverLibrary(const char *argv0) {
+  if (!driverLibrary.empty())
+    return driverLibrary;
+  std::string self =
+      llvm::sys::fs::getMainExecutable(argv0, (void *)&findDriverLibrary);
+  llvm::SmallString<256> path(
+      llvm::sys::path::parent_path(llvm::sys::path::parent_path(self)));
+  llvm::sys::path::append(path, "lib", "libMoEModelMain.a");
+  if (llvm::sys::fs::exists(path))
+    return std::string(path);
+  return MOE_MODEL_MAIN_LIB;
+}
+
+/// Links `object` with the driver into the executable `output`.
+static LogicalResult linkExecutable(llvm::StringRef object,
+                                    llvm::StringRef output, const char *argv0) {
+  std::string driver = findDriverLibrary(argv0);
+  if (!llvm::sys::fs::exists(driver))
+    return toolError("cannot find the driver library '" + driver +
+                     "' (build the MoEModelMain target, or pass "
+                     "--driver-lib=PATH)");
+  llvm::ErrorOr<std::string> cxx = llvm::sys::findProgramByName(linkerDriver);
+  if (!cxx)
+    return toolError("cannot find the C++ compiler '" + linkerDriver +
+                     "' to link with (pass --cxx=PATH)");
+  // memref.copy of strided buffers calls memrefCopy from MLIR's C runner
+  // utils; the rpath lets the executable run from anywhere.
+  std::string libDir = MOE_LLVM_LIBRARY_DIR;
+  SmallVector<std::string> args = {*cxx,
+                                   object.str(),
+                                   driver,
+                                   "-o",
+                                   output.str(),
+                                   "-L" + libDir,
+                                   "-Wl,-rpath," + libDir,
+                                   "-Wl,--as-needed",
+                                   "-lmlir_c_runner_utils",
+                                   "-lm"};
+  SmallVector<llvm::StringRef> argRefs(args.begin(), args.end());
+  std::string message;
+  int status = llvm::sys::ExecuteAndWait(*cxx, argRefs, std::nullopt, {}, 0, 0,
+                                         &message);
+  if (status != 0) {
+    std::string command;
+    for (const std::string &arg : args)
+      command += " " + arg;
+    return toolError("linking failed" +
+                     (message.empty() ? "" : " (" + message + ")") + ":" +
+                     command);
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// main
+//===----------------------------------------------------------------------===//
+
+static LogicalResult compile(int argc, char **argv) {
+  if (target == Target::CUDA)
+    return toolError(
+        "--target=cuda is not supported yet: the GPU back end "
+        "(moe-lower-to-nvvm) compiles single kernels but not whole models; "
+        "use --target=cpu");
+  if (optLevel > 3)
+    return toolError("--opt-level must be 0, 1, 2 or 3");
+  std::string output = outputFilename;
+  if (output.empty())
+    output = (emit == Emit::MLIR || emit == Emit::LLVM) ? "-" : "a.out";
+  if (output == "-" && (emit == Emit::Object || emit == Emit::Executable))
+    return toolError("cannot write an object or executable to stdout; pass "
+                     "-o PATH");
+
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+  moe::registerAllDialects(registry);
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+
+  std::string errorMessage;
+  std::unique_ptr<llvm::MemoryBuffer> file =
+      openInputFile(inputFilename, &errorMessage);
+  if (!file)
+    return toolError(errorMessage);
+  auto sourceMgr = std::make_shared<llvm::SourceMgr>();
+  sourceMgr->AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  SourceMgrDiagnosticHandler sourceHandler(*sourceMgr, &context);
+  // Remarks (KDA tiling decisions, ...) only on request.
+  ScopedDiagnosticHandler remarkFilter(&context, [](Diagnostic &diag) {
+    return success(diag.getSeverity() == DiagnosticSeverity::Remark &&
+                   !showRemarks);
+  });
+
+  OwningOpRef<ModuleOp> module =
+      parseSourceFile<ModuleOp>(sourceMgr, ParserConfig(&context));
+  if (!module)
+    return failure();
+  FailureOr<moe::ModelOp> model = selectModel(*module);
+  if (failed(model) || failed(checkDriverABI(*model)))
+    return failure();
+  FailureOr<std::string> manifest = buildManifest(*model);
+  if (failed(manifest) || failed(lowerToLLVMDialect(*module, *model)))
+    return failure();
+  addManifestGlobal(*module, *manifest);
+
+  if (emit == Emit::MLIR) {
+    auto out = openOutputFile(output, &errorMessage);
+    if (!out)
+      return toolError(errorMessage);
+    module->print(out->os());
+    out->keep();
+    return success();
+  }
+
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  std::unique_ptr<llvm::TargetMachine> machine = createHostTargetMachine();
+  if (!machine)
+    return failure();
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(*module, llvmContext, inputFilename);
+  if (!llvmModule)
+    return toolError("translating the lowered module to LLVM IR failed");
+  llvmModule->setTargetTriple(machine->getTargetTriple());
+  llvmModule->setDataLayout(machine->createDataLayout());
+  if (llvm::Error err = makeOptimizingTransformer(
+          optLevel, /*sizeLevel=*/0, machine.get())(llvmModule.get()))
+    return toolError("optimising LLVM IR failed: " +
+                     llvm::toString(std::move(err)));
+
+  if (emit == Emit::LLVM) {
+    auto out = openOutputFile(output, &errorMessage);
+    if (!out)
+      return toolError(errorMessage);
+    llvmModule->print(out->os(), nullptr);
+    out->keep();
+    return success();
+  }
+  if (emit == Emit::Object)
+    return writeObject(*llvmModule, *machine, output);
+
+  llvm::SmallString<128> object;
+  if (std::error_code ec =
+          llvm::sys::fs::createTemporaryFile("moe-compile", "o", object))
+    return toolError("cannot create a temporary object file: " + ec.message());
+  LogicalResult linked =
+      success(succeeded(writeObject(*llvmModule, *machine, object)) &&
+              succeeded(linkExecutable(object, output, argv[0])));
+  llvm::sys::fs::remove(object);
+  return linked;
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  registerAsmPrinterCLOptions();
+  registerMLIRContextCLOptions();
+  registerPassManagerCLOptions();
+  registerDefaultTimingManagerCLOptions();
+  const cl::OptionCategory *shown[] = {&compileCategory,
+                                       &llvm::getColorCategory()};
+  cl::HideUnrelatedOptions(shown);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "moe-compile: compile a moe-mlir model description into a native "
+      "executable\n\n"
+      "  moe-compile MODEL.mlir -o OUT [--target=cpu]\n\n"
+      "The input holds one moe.model (or several and --model=NAME). OUT\n"
+      "initialises the weights from a seed, reads token ids (a binary file\n"
+      "of uint32, or embedded sample text), runs the forward pass and prints\n"
+      "'loss <value>'; run OUT --help for its options. MLIR's usual\n"
+      "options (--mlir-print-ir-after-all, --mlir-timing, ...) work too;\n"
+      "--help-hidden lists them.\n");
+  return failed(compile(argc, argv)) ? 1 : 0;
+}
