@@ -26,7 +26,7 @@ MOE_PACKAGES=(
 
 # Targets every script builds. Tools made with add_mlir_tool are left out of
 # ninja's default target unless LLVM_BUILD_TOOLS is on, so they are named.
-MOE_BUILD_TARGETS=(all moe-opt)
+MOE_BUILD_TARGETS=(all moe-opt moe-compile)
 
 # Prints a progress line on stderr, so that stdout stays the scripts' result.
 moe_log() {

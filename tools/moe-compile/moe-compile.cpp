@@ -135,7 +135,11 @@ static LogicalResult toolError(const llvm::Twine &message) {
 static FailureOr<moe::ModelOp> selectModel(ModuleOp module) {
   SmallVector<moe::ModelOp> models(module.getOps<moe::ModelOp>());
   if (models.empty()) {
-    emitError(module.getLoc())
+    // Point at the first op: an implicit module has no line of its own.
+    Location loc = module.getBody()->empty()
+                       ? module.getLoc()
+                       : module.getBody()->front().getLoc();
+    emitError(loc)
         << "expects a moe.model at the top level of the input, found none";
     return failure();
   }

@@ -1,4 +1,4 @@
-// RUN: moe-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(convert-moe-to-linalg,cse))" | FileCheck %s --implicit-check-not=moe.l2_norm --implicit-check-not=moe.rms_norm --implicit-check-not=moe.decay_gate --implicit-check-not=moe.short_conv --implicit-check-not=moe.cross_entropy --implicit-check-not=moe.embedding --implicit-check-not=moe.glu_ffn
+// RUN: moe-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(convert-moe-to-linalg,cse))" | FileCheck %s --implicit-check-not=moe.l2_norm --implicit-check-not=moe.rms_norm --implicit-check-not=moe.decay_gate --implicit-check-not=moe.short_conv --implicit-check-not=moe.cross_entropy --implicit-check-not=moe.embedding --implicit-check-not=moe.glu_ffn --implicit-check-not=moe.attn_res_mix
 
 // l2_norm (ALGORITHMS.md section 1.2): sum of squares over the last dim, then
 // x / sqrt(sum + eps). Batch and sequence are dynamic.
@@ -362,4 +362,27 @@ func.func @kda_untouched(%q: tensor<?x?x4x64xf32>, %g: tensor<?x?x4x64xf32>, %b:
 // CHECK-NEXT: return %{{.*}} : tensor<4xf32>
 func.func @nothing_to_do(%x: tensor<4xf32>) -> tensor<4xf32> {
   return %x : tensor<4xf32>
+}
+
+// -----
+
+// attn_res_mix (ALGORITHMS.md section 5.5): per source one reduction giving
+// sum(v^2) and v . u, the score rstd * (v . u); a softmax over the two
+// sources shifted by their max; the weighted sum of the raw sources.
+
+// CHECK-LABEL: func.func @attn_res_mix
+// CHECK-SAME: (%[[V0:.*]]: tensor<?x?x16xf32>, %[[V1:.*]]: tensor<?x?x16xf32>, %[[U:.*]]: tensor<16xf32>)
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]{{.*}} ins(%[[V0]], %[[U]] :
+// CHECK: math.rsqrt
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]{{.*}} ins(%[[V1]], %[[U]] :
+// CHECK: math.rsqrt
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]
+// CHECK: arith.maximumf
+// CHECK-COUNT-2: math.exp
+// CHECK: linalg.generic {{.*}}ins(%[[V0]], %[[V1]], %{{.*}}, %{{.*}} :
+func.func @attn_res_mix(%v0: tensor<?x?x16xf32>, %v1: tensor<?x?x16xf32>,
+                        %u: tensor<16xf32>) -> tensor<?x?x16xf32> {
+  %y = moe.attn_res_mix %v0, %v1 query(%u)
+      : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<16xf32>) -> tensor<?x?x16xf32>
+  return %y : tensor<?x?x16xf32>
 }

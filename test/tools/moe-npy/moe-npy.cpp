@@ -16,6 +16,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -45,10 +46,15 @@ static cl::SubCommand printCmd("print",
                                "print A.npy [--count=8]");
 static cl::SubCommand statsCmd("stats", "print shape, dtype, min, max and "
                                         "non-finite counts: stats A.npy");
+static cl::SubCommand
+    tokensCmd("tokens", "write seeded random token ids as raw little-endian "
+                        "uint32 (the input of moe-compile's executables): "
+                        "tokens OUT.bin --count=N --vocab=V [--seed=N]");
 
 static cl::list<std::string> paths(cl::Positional, cl::desc("<file.npy>..."),
                                    cl::sub(randomCmd), cl::sub(compareCmd),
-                                   cl::sub(printCmd), cl::sub(statsCmd));
+                                   cl::sub(printCmd), cl::sub(statsCmd),
+                                   cl::sub(tokensCmd));
 
 static cl::opt<std::string>
     shapeOpt("shape",
@@ -56,7 +62,12 @@ static cl::opt<std::string>
              cl::value_desc("d0,d1,..."), cl::sub(randomCmd));
 static cl::opt<uint64_t> seed("seed", cl::init(0),
                               cl::desc("seed of std::mt19937_64"),
-                              cl::sub(randomCmd));
+                              cl::sub(randomCmd), cl::sub(tokensCmd));
+static cl::opt<uint64_t> tokenCount("count", cl::desc("number of tokens"),
+                                    cl::sub(tokensCmd));
+static cl::opt<uint64_t> vocab("vocab",
+                               cl::desc("ids are drawn from [0, vocab)"),
+                               cl::sub(tokensCmd));
 static cl::opt<double> low("low", cl::init(-1.0),
                            cl::desc("lower bound (inclusive)"),
                            cl::sub(randomCmd));
@@ -93,6 +104,7 @@ static constexpr const char *kOverview =
   moe-npy compare A.npy B.npy [--rtol=1e-5 | --atol=X | --exact]
   moe-npy print A.npy [--count=8]
   moe-npy stats A.npy
+  moe-npy tokens OUT.bin --count=N --vocab=V [--seed=N]
 
 random: floats are low + (high - low) * u with u = (x >> 11) * 2^-53 for
   successive draws x of std::mt19937_64(seed), so files are identical on every
@@ -355,11 +367,35 @@ static int runStats() {
   return 0;
 }
 
+/// Raw uint32 token ids `x mod vocab` for successive draws x of
+/// std::mt19937_64(seed), little-endian.
+static int runTokens() {
+  expectPaths(1, "tokens OUT.bin --count=N --vocab=V");
+  if (vocab == 0 || vocab > (uint64_t(1) << 32))
+    exitOnErr(makeError("tokens: --vocab must be in [1, 2^32]"));
+  std::mt19937_64 gen(seed);
+  std::string bytes;
+  for (uint64_t i = 0; i < tokenCount; ++i) {
+    auto id = static_cast<uint32_t>(gen() % vocab);
+    for (int b = 0; b < 4; ++b)
+      bytes.push_back(static_cast<char>((id >> (8 * b)) & 0xff));
+  }
+  std::error_code ec;
+  raw_fd_ostream out(paths[0], ec, sys::fs::OF_None);
+  if (ec)
+    exitOnErr(
+        makeError("tokens: cannot write " + paths[0] + ": " + ec.message()));
+  out << bytes;
+  return 0;
+}
+
 int main(int argc, char **argv) {
   exitOnErr.setBanner("moe-npy: error: ");
   cl::ParseCommandLineOptions(argc, argv, kOverview);
   if (randomCmd)
     return runRandom();
+  if (tokensCmd)
+    return runTokens();
   if (compareCmd)
     return runCompare();
   if (printCmd)

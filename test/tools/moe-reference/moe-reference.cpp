@@ -10,7 +10,9 @@
 // 4.5, with a MaxVio checker for the balance tests). It
 // shares no code with the compiler; only the .npy reader comes from the
 // project. Results are written as f32 (or f64 with --dtype=f64). Attention
-// (mla_attention) is plain causal softmax attention, section 3.5.
+// (mla_attention) is plain causal softmax attention, section 3.5. The
+// attention-residual mix is MIX_REF of section 5.5; `linear`, `glu_ffn` and
+// `cross_entropy` compose into the projections and the lm_head loss.
 //
 //===----------------------------------------------------------------------===//
 
@@ -69,6 +71,22 @@ static cl::SubCommand
                   "(CHUNK_REF): same operands as kda, plus --chunk=C");
 
 static cl::SubCommand
+    attnResCmd("attn_res",
+               "attention-residual mix (MIX_REF, section 5.5): attn_res "
+               "SRC0 [SRC1 ...] QUERY KEY_NORM -o Y [--eps=1e-5]; "
+               "p = softmax_i(sum_d v_i,d rstd_i key_norm_d query_d), "
+               "y = sum_i p_i v_i");
+static cl::SubCommand addCmd("add", "element-wise sum of arrays of one shape "
+                                    "(a block's plain sum, section 5.2): add A "
+                                    "B [C ...] -o Y");
+static cl::SubCommand
+    linearCmd("linear", "projection y[..., n] = sum_d x[..., d] W[d, n]: "
+                        "linear X W -o Y [--transpose-weight: W is [n, d]]");
+static cl::SubCommand
+    gluFFNCmd("glu_ffn", "dense gated FFN act(x Wg, x Wu) Wd (section 7.1): "
+                         "glu_ffn X W_GATE W_UP W_DOWN -o Y "
+                         "[--activation=swiglu|situ_glu]");
+static cl::SubCommand
     moeFFNCmd("moe_ffn",
               "MoE FFN with sigmoid top-k routing and the balancer update "
               "(sections 4.1, 4.3, 4.5, 7.1): moe_ffn X W_ROUTER BIAS W_GATE "
@@ -92,15 +110,16 @@ static cl::SubCommand mlaAttentionCmd(
 
 static cl::OptionCategory referenceCategory("moe-reference options");
 
-static cl::SubCommandGroup
-    allCmds({&l2NormCmd, &rmsNormCmd, &decayGateCmd, &shortConvCmd,
-             &crossEntropyCmd, &embeddingCmd, &kdaCmd, &kdaChunkedCmd,
-             &moeFFNCmd, &qbBalanceCmd, &mlaAttentionCmd});
+static cl::SubCommandGroup allCmds(
+    {&l2NormCmd, &rmsNormCmd, &decayGateCmd, &shortConvCmd, &crossEntropyCmd,
+     &embeddingCmd, &kdaCmd, &kdaChunkedCmd, &moeFFNCmd, &qbBalanceCmd,
+     &mlaAttentionCmd, &attnResCmd, &linearCmd, &gluFFNCmd, &addCmd});
 static cl::SubCommandGroup gateCmds({&decayGateCmd, &kdaCmd, &kdaChunkedCmd});
 static cl::SubCommandGroup kdaCmds({&kdaCmd, &kdaChunkedCmd});
 static cl::SubCommandGroup scaleCmds({&kdaCmd, &kdaChunkedCmd,
                                       &mlaAttentionCmd});
-static cl::SubCommandGroup epsCmds({&l2NormCmd, &rmsNormCmd});
+static cl::SubCommandGroup epsCmds({&l2NormCmd, &rmsNormCmd, &attnResCmd});
+static cl::SubCommandGroup ffnCmds({&moeFFNCmd, &gluFFNCmd});
 
 static cl::list<std::string> inputPaths(cl::Positional, cl::OneOrMore,
                                         cl::desc("<input.npy>..."),
@@ -159,14 +178,18 @@ static cl::opt<double> routedScaling("scaling", cl::init(1.0),
                                      cl::cat(referenceCategory));
 static cl::opt<std::string> activationKind("activation", cl::init("swiglu"),
                                            cl::desc("swiglu or situ_glu"),
-                                           cl::sub(moeFFNCmd),
+                                           cl::sub(ffnCmds),
                                            cl::cat(referenceCategory));
 static cl::opt<double> gateBeta("gate-beta", cl::init(4.0),
-                                cl::desc("SiTU gate beta"), cl::sub(moeFFNCmd),
+                                cl::desc("SiTU gate beta"), cl::sub(ffnCmds),
                                 cl::cat(referenceCategory));
 static cl::opt<double> upBeta("up-beta", cl::init(0.0),
                               cl::desc("SiTU up-projection cap (0: none)"),
-                              cl::sub(moeFFNCmd), cl::cat(referenceCategory));
+                              cl::sub(ffnCmds), cl::cat(referenceCategory));
+static cl::opt<bool> transposeWeight("transpose-weight",
+                                     cl::desc("the weight is [n, d]"),
+                                     cl::sub(linearCmd),
+                                     cl::cat(referenceCategory));
 static cl::opt<std::string>
     balanceKind("balance", cl::init("exact"),
                 cl::desc("exact (QB_REF), histogram or sign"),
@@ -317,6 +340,95 @@ static void runRMSNorm() {
     for (int64_t i = 0; i < width; ++i)
       y.data[r * width + i] = x.data[r * width + i] * rstd * w.data[i];
   }
+  store(outputPath, y);
+}
+
+/// MIX_REF (section 5.5), per token: `k_i = v_i / sqrt(mean(v_i^2) + eps)`,
+/// `p = softmax_i(sum_d k_i,d rho_d w_d)`, `y = sum_i p_i v_i`.
+static void runAttnRes() {
+  if (inputPaths.size() < 3)
+    exitOnErr(makeError("expected at least one source, the query and the "
+                        "key norm, found " +
+                        Twine(inputPaths.size()) + " input files"));
+  size_t numSources = inputPaths.size() - 2;
+  std::vector<Tensor> sources;
+  for (size_t i = 0; i < numSources; ++i) {
+    sources.push_back(load(inputPaths[i]));
+    if (sources[i].shape != sources[0].shape)
+      exitOnErr(makeError("source " + Twine(i) + ": expected shape " +
+                          npy::formatShape(sources[0].shape) + ", found " +
+                          npy::formatShape(sources[i].shape)));
+  }
+  Tensor w = load(inputPaths[numSources]),
+         rho = load(inputPaths[numSources + 1]);
+  int64_t width = sources[0].dim(-1);
+  int64_t rows = sources[0].data.size() / std::max<int64_t>(width, 1);
+  expectShape(w, "query", {width});
+  expectShape(rho, "key norm", {width});
+  double eps = epsilon.getNumOccurrences() ? epsilon : 1e-5;
+  Tensor y = sources[0];
+  std::vector<double> scores(numSources);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (size_t i = 0; i < numSources; ++i) {
+      const double *v = &sources[i].data[r * width];
+      double sum = 0;
+      for (int64_t c = 0; c < width; ++c)
+        sum += v[c] * v[c];
+      double rstd = 1.0 / std::sqrt(sum / width + eps);
+      double score = 0;
+      for (int64_t c = 0; c < width; ++c)
+        score += v[c] * rstd * rho.data[c] * w.data[c];
+      scores[i] = score;
+    }
+    double max = *std::max_element(scores.begin(), scores.end());
+    double total = 0;
+    for (double &score : scores) {
+      score = std::exp(score - max);
+      total += score;
+    }
+    for (int64_t c = 0; c < width; ++c) {
+      double acc = 0;
+      for (size_t i = 0; i < numSources; ++i)
+        acc += scores[i] / total * sources[i].data[r * width + c];
+      y.data[r * width + c] = acc;
+    }
+  }
+  store(outputPath, y);
+}
+
+static void runAdd() {
+  expectInputs(2, inputPaths.size());
+  Tensor y = load(inputPaths[0]);
+  for (size_t i = 1; i < inputPaths.size(); ++i) {
+    Tensor x = load(inputPaths[i]);
+    expectShape(x, "input " + std::to_string(i), y.shape);
+    for (size_t j = 0; j < y.data.size(); ++j)
+      y.data[j] += x.data[j];
+  }
+  store(outputPath, y);
+}
+
+/// `y[..., n] = sum_d x[..., d] W[d, n]` (W[n, d] with --transpose-weight).
+static void runLinear() {
+  expectInputs(2, 2);
+  Tensor x = load(inputPaths[0]), w = load(inputPaths[1]);
+  int64_t d = x.dim(-1), rows = x.data.size() / std::max<int64_t>(d, 1);
+  expectShape(w, "weight",
+              transposeWeight ? std::vector<int64_t>{-1, d}
+                              : std::vector<int64_t>{d, -1});
+  int64_t n = transposeWeight ? w.dim(0) : w.dim(1);
+  Tensor y;
+  y.shape = x.shape;
+  y.shape.back() = n;
+  y.data.assign(rows * n, 0.0);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < n; ++j) {
+      double acc = 0;
+      for (int64_t c = 0; c < d; ++c)
+        acc += x.data[r * d + c] *
+               (transposeWeight ? w.data[j * d + c] : w.data[c * n + j]);
+      y.data[r * n + j] = acc;
+    }
   store(outputPath, y);
 }
 
@@ -818,6 +930,25 @@ static void storeIntegers(StringRef path, std::vector<int64_t> shape,
       npy::writeFile(path, npy::Array::fromI64(std::move(shape), values)));
 }
 
+/// Dense gated FFN `act(x Wg, x Wu) Wd` on every row of `x: [..., d]`.
+static void runGLUFFN() {
+  expectInputs(4, 4);
+  if (activationKind != "swiglu" && activationKind != "situ_glu")
+    exitOnErr(makeError("--activation must be swiglu or situ_glu"));
+  Tensor x = load(inputPaths[0]), wg = load(inputPaths[1]),
+         wu = load(inputPaths[2]), wd = load(inputPaths[3]);
+  int64_t d = x.dim(-1), rows = x.data.size() / std::max<int64_t>(d, 1);
+  expectShape(wg, "w_gate", {d, -1});
+  int64_t width = wg.dim(1);
+  expectShape(wu, "w_up", {d, width});
+  expectShape(wd, "w_down", {width, d});
+  Tensor y{x.shape, std::vector<double>(x.data.size(), 0.0)};
+  for (int64_t r = 0; r < rows; ++r)
+    gatedFFN(&x.data[r * d], d, width, wg.data.data(), wu.data.data(),
+             wd.data.data(), 1.0, &y.data[r * d]);
+  store(outputPath, y);
+}
+
 /// MoE out = sum_{j in sel} w_j Expert_j(x) + Shared(x) (section 7.1), with
 /// the load and the balancer's next bias.
 static void runMoEFFN() {
@@ -831,8 +962,12 @@ static void runMoEFFN() {
   Tensor bias = load(inputPaths[2]);
   Tensor wg = load(inputPaths[3]), wu = load(inputPaths[4]),
          wd = load(inputPaths[5]);
-  expectShape(x, "input", {-1, -1});
-  int64_t tokens = x.dim(0), d = x.dim(1);
+  // [..., d] is routed as [N, d]; the result keeps the input's shape.
+  if (x.rank() < 2)
+    expectShape(x, "input", {-1, -1});
+  std::vector<int64_t> inputShape = x.shape;
+  int64_t d = x.dim(-1), tokens = x.data.size() / std::max<int64_t>(d, 1);
+  x.shape = {tokens, d};
   expectShape(wr, "w_router", {-1, d});
   int64_t experts = wr.dim(0);
   int64_t k = requireTopK(experts);
@@ -862,6 +997,7 @@ static void runMoEFFN() {
       gatedFFN(&x.data[n * d], d, sharedWidth, sg.data.data(), su.data.data(),
                sd.data.data(), 1.0, &y.data[n * d]);
   }
+  y.shape = inputShape;
   store(outputPath, y);
 
   std::vector<double> next;
@@ -1057,6 +1193,14 @@ int main(int argc, char **argv) {
     return runMaxVio();
   else if (mlaAttentionCmd)
     runMLAAttention();
+  else if (attnResCmd)
+    runAttnRes();
+  else if (linearCmd)
+    runLinear();
+  else if (addCmd)
+    runAdd();
+  else if (gluFFNCmd)
+    runGLUFFN();
   else {
     errs() << "moe-reference: expected a subcommand (see --help)\n";
     return 1;

@@ -294,14 +294,14 @@ std::vector<uint32_t> readTokens(const std::string &path) {
 
 void writeNpy(const std::string &path, const char *descr, size_t itemSize,
               const std::vector<int64_t> &shape, const void *data) {
+  // Python tuple syntax: "()", "(5,)", "(3, 4)".
   std::string shapeText = "(";
   int64_t count = 1;
-  for (int64_t dim : shape) {
-    shapeText += std::to_string(dim) + (shape.size() == 1 ? ",)" : ",");
-    count *= dim;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    shapeText += (i ? ", " : "") + std::to_string(shape[i]);
+    count *= shape[i];
   }
-  if (shape.size() != 1)
-    shapeText += ")";
+  shapeText += shape.size() == 1 ? ",)" : ")";
   std::string header = std::string("{'descr': '") + descr +
                        "', 'fortran_order': False, 'shape': " + shapeText +
                        ", }";
@@ -342,7 +342,7 @@ std::string fileNameOf(std::string name) {
 //===----------------------------------------------------------------------===//
 
 struct Options {
-  std::string tokensPath, dumpParams, dumpBatch;
+  std::string tokensPath, dumpParams, dumpBatch, lossNpy;
   int64_t batch = -1, length = -1;
   uint64_t seed = 0;
   bool verbose = false;
@@ -365,6 +365,7 @@ void printHelp(const char *argv0, const Manifest &manifest) {
       "  --seed=N           weight initialisation seed (default 0)\n"
       "  --dump-params=DIR  write every parameter as DIR/<name>.npy (f32)\n"
       "  --dump-batch=DIR   write DIR/tokens.npy and DIR/labels.npy (i32)\n"
+      "  --loss-npy=FILE    also write the loss as a 0-d f32 .npy file\n"
       "  --verbose          print the model, the batch and the time taken\n"
       "                     (tokens per second) to stderr\n"
       "  --help             print this help\n\n"
@@ -424,6 +425,8 @@ Options parseOptions(int argc, char **argv, const Manifest &manifest) {
       options.dumpParams = value;
     } else if (key == "--dump-batch") {
       options.dumpBatch = value;
+    } else if (key == "--loss-npy") {
+      options.lossNpy = value;
     } else {
       fail("unknown option '" + key + "' (see --help)");
     }
@@ -521,6 +524,8 @@ int main(int argc, char **argv) {
   std::free(lossRef.allocated);
 
   std::printf("loss %.6f\n", loss);
+  if (!options.lossNpy.empty())
+    writeNpy(options.lossNpy, "<f4", sizeof(float), {}, &loss);
   if (options.verbose) {
     double seconds = std::chrono::duration<double>(stop - start).count();
     std::fprintf(stderr,

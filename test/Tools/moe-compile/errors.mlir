@@ -1,0 +1,93 @@
+// moe-compile reports a bad input with its location and exits 1; it never
+// crashes. Each case is a separate file (split here by // -----).
+
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: split-file %s %t
+
+// RUN: not moe-compile %t/none.mlir -o %t/x 2>&1 | FileCheck %s --check-prefix=NONE
+// NONE: none.mlir:1:1: error: expects a moe.model at the top level of the input, found none
+
+// RUN: not moe-compile %t/syntax.mlir -o %t/x 2>&1 | FileCheck %s --check-prefix=SYNTAX
+// SYNTAX: syntax.mlir:4:66: error: expected non-function type
+
+// RUN: not moe-compile %t/verify.mlir -o %t/x 2>&1 | FileCheck %s --check-prefix=VERIFY
+// VERIFY: verify.mlir:4:8: error: 'moe.embedding' op expects result to have shape [?, ?, 4], got [?, ?, 5]
+// VERIFY-NOT: PLEASE submit a bug report
+
+// RUN: not moe-compile %t/two.mlir -o %t/x 2>&1 | FileCheck %s --check-prefix=TWO
+// TWO: two.mlir:9:1: error: the input holds 2 models; choose one with --model=NAME
+// TWO: two.mlir:1:1: note: model @a
+// TWO: two.mlir:9:1: note: model @b
+
+// RUN: not moe-compile %t/two.mlir --model=c -o %t/x 2>&1 | FileCheck %s --check-prefix=NAMED
+// NAMED: error: no moe.model named @c
+// NAMED: note: available: @a
+
+// RUN: moe-compile %t/two.mlir --model=b --emit=mlir | FileCheck %s --check-prefix=PICKED
+// PICKED: llvm.func @moe_model_forward
+// PICKED: llvm.mlir.global external constant @moe_model_manifest("moe-model 1\0Aname b\0A
+
+// RUN: not moe-compile %t/i64.mlir -o %t/x 2>&1 | FileCheck %s --check-prefix=I64
+// I64: i64.mlir:1:1: error: 'moe.model' op expects token ids of type tensor<?x?xi32> for moe-compile's driver, got 'tensor<?x?xi64>'
+
+// RUN: not moe-compile %t/missing.mlir -o %t/x 2>&1 | FileCheck %s --check-prefix=MISSING
+// MISSING: moe-compile: error: cannot open input file '{{.*}}missing.mlir'
+
+// RUN: not moe-compile %t/two.mlir --model=a --target=cuda -o %t/x 2>&1 | FileCheck %s --check-prefix=CUDA
+// CUDA: moe-compile: error: --target=cuda is not supported yet
+
+// RUN: not moe-compile %t/two.mlir --model=a --emit=obj -o - 2>&1 | FileCheck %s --check-prefix=STDOUT
+// STDOUT: moe-compile: error: cannot write an object or executable to stdout
+
+// RUN: not moe-compile %t/two.mlir --model=a --driver-lib=%t/nolib.a -o %t/x 2>&1 | FileCheck %s --check-prefix=LIB
+// LIB: moe-compile: error: cannot find the driver library '{{.*}}nolib.a'
+
+//--- none.mlir
+func.func @f() {
+  return
+}
+
+//--- syntax.mlir
+moe.model @m(vocab_size = 8, hidden_size = 4) {
+^bb0(%t: tensor<?x?xi32>, %l: tensor<?x?xi32>):
+  %w = moe.param "w" init <normal, std = 0.02> : tensor<8x4xf32>
+  %e = moe.embedding %t, %w : tensor<?x?xi32>, tensor<8x4xf32> ->
+
+//--- verify.mlir
+moe.model @m(vocab_size = 8, hidden_size = 4) {
+^bb0(%t: tensor<?x?xi32>, %l: tensor<?x?xi32>):
+  %w = moe.param "w" init <normal, std = 0.02> : tensor<8x4xf32>
+  %e = moe.embedding %t, %w : tensor<?x?xi32>, tensor<8x4xf32> -> tensor<?x?x5xf32>
+  %o = moe.param "o" init <normal, std = 0.02> : tensor<8x5xf32>
+  %loss = moe.lm_head %e, %o, %l
+      : (tensor<?x?x5xf32>, tensor<8x5xf32>, tensor<?x?xi32>) -> tensor<f32>
+  moe.return %loss : tensor<f32>
+}
+
+//--- two.mlir
+moe.model @a(vocab_size = 8, hidden_size = 4) {
+^bb0(%t: tensor<?x?xi32>, %l: tensor<?x?xi32>):
+  %w = moe.param "w" init <normal, std = 0.02> : tensor<8x4xf32>
+  %e = moe.embedding %t, %w : tensor<?x?xi32>, tensor<8x4xf32> -> tensor<?x?x4xf32>
+  %loss = moe.lm_head %e, %w, %l
+      : (tensor<?x?x4xf32>, tensor<8x4xf32>, tensor<?x?xi32>) -> tensor<f32>
+  moe.return %loss : tensor<f32>
+}
+moe.model @b(vocab_size = 8, hidden_size = 4) {
+^bb0(%t: tensor<?x?xi32>, %l: tensor<?x?xi32>):
+  %w = moe.param "w" init <normal, std = 0.02> : tensor<8x4xf32>
+  %e = moe.embedding %t, %w : tensor<?x?xi32>, tensor<8x4xf32> -> tensor<?x?x4xf32>
+  %loss = moe.lm_head %e, %w, %l
+      : (tensor<?x?x4xf32>, tensor<8x4xf32>, tensor<?x?xi32>) -> tensor<f32>
+  moe.return %loss : tensor<f32>
+}
+
+//--- i64.mlir
+moe.model @m(vocab_size = 8, hidden_size = 4) {
+^bb0(%t: tensor<?x?xi64>, %l: tensor<?x?xi64>):
+  %w = moe.param "w" init <normal, std = 0.02> : tensor<8x4xf32>
+  %e = moe.embedding %t, %w : tensor<?x?xi64>, tensor<8x4xf32> -> tensor<?x?x4xf32>
+  %loss = moe.lm_head %e, %w, %l
+      : (tensor<?x?x4xf32>, tensor<8x4xf32>, tensor<?x?xi64>) -> tensor<f32>
+  moe.return %loss : tensor<f32>
+}
