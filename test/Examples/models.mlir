@@ -11,7 +11,7 @@
 // RUN:   -moe-print-model-summary -o /dev/null | FileCheck %s --check-prefix=TINY
 
 // Both compile to host objects with moe-compile (kimi-tiny's executable is
-// run by test/Tools/moe-compile/kimi-tiny.test).
+// run by test/moe-compile/kimi-tiny.test).
 // RUN: moe-compile %moe_src_root/examples/models/kimi-tiny.mlir --emit=obj --opt-level=0 -o %t.tiny.o
 // RUN: moe-compile %moe_src_root/examples/models/kimi-linear-48b.mlir --emit=obj --opt-level=0 -o %t.48b.o
 
