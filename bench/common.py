@@ -33,6 +33,20 @@ def descriptor(array, ptr=None):
     return d
 
 
+def tensor_descriptor(tensor):
+    """A memref descriptor viewing a float32 torch tensor in place (device
+    memory: the kernel generator's launches read their arguments where they
+    are, so nothing is copied)."""
+    assert tensor.dtype == torch.float32
+    d = MEMREF[tensor.dim()]()
+    d.allocated = d.aligned = tensor.data_ptr()
+    d.offset = 0
+    for i, (n, s) in enumerate(zip(tensor.shape, tensor.stride())):
+        d.sizes[i] = n
+        d.strides[i] = s
+    return d
+
+
 def read_result(result, ctype=ctypes.c_float, dtype=np.float32):
     """Copies a result descriptor's (possibly strided) view out of its buffer."""
     rank = len(result.sizes)
@@ -61,6 +75,8 @@ class CompiledKernel:
         self.adapter.moertMlirFree.argtypes = [ctypes.c_void_p]
         self.adapter.moertMlirAllocShared.restype = ctypes.c_void_p
         self.adapter.moertMlirAllocShared.argtypes = [ctypes.c_ulonglong]
+        self.adapter.moertMlirKernelMilliseconds.restype = ctypes.c_double
+        self.adapter.moertMlirSetKernelTiming.argtypes = [ctypes.c_int]
         self.lib = ctypes.CDLL(lib_path)
         self.fn = getattr(self.lib, "_mlir_ciface_" + name)
         self.fn.restype = None
@@ -88,6 +104,41 @@ class CompiledKernel:
         finally:
             for ptr in ptrs:
                 self.adapter.moertMlirFree(ptr)
+
+    def call_in_place(self, results, tensors):
+        """Calls with descriptors of torch tensors (device memory), for
+        functions whose GPU code reads its arguments in place."""
+        args = [tensor_descriptor(t) for t in tensors]
+        self.fn(ctypes.byref(results), *[ctypes.byref(a) for a in args])
+        self.check("call")
+
+    def time_in_place(self, make_results, tensors, iters):
+        """For a function with one memref result (make_results() builds its
+        descriptor): (kernel ms, call ms) per call: the GPU time of the launches
+        (CUDA events around each, summed) and the host wall time of the whole
+        call (allocation of results included), averaged over iters calls
+        after one warm-up call."""
+        import time
+        results = make_results()
+        self.call_in_place(results, tensors)
+        self.free_results(results)
+        self.adapter.moertMlirSetKernelTiming(1)
+        self.adapter.moertMlirKernelMilliseconds()
+        kernel_ms, wall = 0.0, 0.0
+        for _ in range(iters):
+            results = make_results()
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            self.call_in_place(results, tensors)
+            wall += time.perf_counter() - t0
+            kernel_ms += self.adapter.moertMlirKernelMilliseconds()
+            self.free_results(results)
+        self.adapter.moertMlirSetKernelTiming(0)
+        self.check("timing")
+        times = (ctypes.c_double * 16)()
+        count = self.adapter.moertMlirLastKernelTimes(times, 16)
+        self.last_launch_ms = [times[i] for i in range(min(count, 16))]
+        return kernel_ms / iters, wall * 1e3 / iters
 
     def free_results(self, *descriptors):
         freed = set()

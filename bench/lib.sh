@@ -6,21 +6,23 @@
 
 moe_bench_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
-# moe_bench_compile KERNEL.mlir OUT.o: lowers KERNEL with moe-lower-to-nvvm
-# (host code + embedded sm_90 PTX) and compiles the host code to OUT.o. The
-# tiling remarks go to OUT.o's folder as remarks.txt and are echoed.
+# moe_bench_compile KERNEL.mlir OUT.o [PIPELINE_OPTIONS]: lowers KERNEL with
+# moe-lower-to-nvvm{PIPELINE_OPTIONS} (host code + embedded sm_90 PTX) and
+# compiles the host code to OUT.o. The tiling remarks go to OUT.remarks.txt
+# and are echoed.
 moe_bench_compile() {
-  local kernel=$1 object=$2
+  local kernel=$1 object=$2 options=${3:-}
   local build=${MOE_BUILD_DIR:-$moe_bench_root/build}
   local llvm=/usr/lib/llvm-22/bin
   local stem=${object%.o}
   export CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
-  "$build/bin/moe-opt" "$kernel" --moe-lower-to-nvvm -o "$stem.llvm.mlir" \
-    2> "$(dirname "$object")/remarks.txt"
+  local remarks="$stem.remarks.txt"
+  "$build/bin/moe-opt" "$kernel" --moe-lower-to-nvvm="$options" \
+    -o "$stem.llvm.mlir" 2> "$remarks"
   "$llvm/mlir-translate" --mlir-to-llvmir "$stem.llvm.mlir" -o "$stem.ll"
   "$llvm/llc" -O2 -filetype=obj -relocation-model=pic "$stem.ll" -o "$object"
   echo "wrote $object"
-  grep -o 'tiled with.*\|kda tiled.*' "$(dirname "$object")/remarks.txt" || true
+  grep -o 'tiled with.*\|kda tiled.*\|kda GPU kernels.*' "$remarks" || true
 }
 
 # moe_bench_link OUT.o LIB.so: builds moert's MLIR adapter

@@ -4,9 +4,11 @@
 # MLIR 22 is here, not on the GPU machine: this lowers @kda_forward at the
 # benchmark's shapes (H = 16, K = V = 128; batch and length dynamic) with
 # moe-lower-to-nvvm into host code plus embedded sm_90 PTX, and compiles the
-# host code to bench/kda/out/kda_forward.o. bench/kda/run.sh links it on the
-# GPU machine. The kernel is examples/kernels/kda.mlir with its shapes
-# rewritten, so the benchmark runs exactly the example's code.
+# host code to bench/kda/out/kda_forward.o, and once more with the diagonal
+# tiles forced per position (kda_forward_per_position.o) for the
+# dense/per-position ratio. bench/kda/run.sh links them on the GPU machine.
+# The kernel is examples/kernels/kda.mlir with its shapes rewritten, so the
+# benchmark runs exactly the example's code.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -18,3 +20,5 @@ sed -e 's/?x?x4x64x/?x?x16x128x/g' -e 's/?x?x4xf32/?x?x16xf32/g' \
     -e 's/?x4x64x64x/?x16x128x128x/g' \
     "$root/examples/kernels/kda.mlir" > "$out/kda_h16_k128.mlir"
 moe_bench_compile "$out/kda_h16_k128.mlir" "$out/kda_forward.o"
+moe_bench_compile "$out/kda_h16_k128.mlir" "$out/kda_forward_per_position.o" \
+  "kda-diagonal=per-position"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/kda/run.sh - the KDA benchmark, on the GPU machine, in one command.
 #
-# Needs bench/kda/out/kda_forward.o from bench/kda/compile.sh (run where
+# Needs bench/kda/out/kda_forward{,_per_position}.o from bench/kda/compile.sh (run where
 # MLIR 22 is installed) and flash-linear-attention's source in
 # .peers/flash-linear-attention (git-ignored, never committed). Builds
 # moert's MLIR adapter with the machine's compiler, links the kernel into a
@@ -16,6 +16,9 @@ shift || true
 lib=$root/bench/kda/out
 mkdir -p "$out"
 moe_bench_link "$lib/kda_forward.o" "$lib/libkda_forward.so"
+moe_bench_link "$lib/kda_forward_per_position.o" \
+  "$lib/libkda_forward_per_position.so"
 python3 "$root/bench/kda/bench.py" --lib "$lib/libkda_forward.so" \
+  --lib-per-position "$lib/libkda_forward_per_position.so" \
   --adapter "$lib/libmoert_mlir.so" \
   --fla "$root/.peers/flash-linear-attention" --out "$out" "$@"

@@ -21,6 +21,7 @@ namespace mlir::moe {
 
 inline void registerAllDialects(DialectRegistry &registry) {
   registry.insert<MoEDialect>();
+  registerGPULaunchMemoryEffects(registry);
 }
 
 inline void registerAllPasses() {

@@ -39,7 +39,9 @@
 
 using namespace mlir;
 
-void mlir::moe::addMoEToUpstreamPasses(OpPassManager &pm) {
+void mlir::moe::addMoEToUpstreamPasses(
+    OpPassManager &pm,
+    llvm::function_ref<void(OpPassManager &)> beforeKDATiling) {
   // Passes that lower moe ops to upstream tensor-level IR go here, in order.
   // A whole model becomes a function of its packed parameters.
   pm.addPass(createConvertMoEModelToFunc());
@@ -49,6 +51,8 @@ void mlir::moe::addMoEToUpstreamPasses(OpPassManager &pm) {
   pm.addPass(createMoEFuseRouting());
   // KDA is tiled first: the decay-bound analysis reads moe.decay_gate, which
   // the conversion below lowers away.
+  if (beforeKDATiling)
+    beforeKDATiling(pm);
   pm.addPass(createMoETileLinearAttention());
   // MLA attention -> the causal online-softmax forward on tiles.
   pm.addPass(createMoETileAttention());

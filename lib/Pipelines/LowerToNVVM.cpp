@@ -28,8 +28,14 @@ using namespace mlir;
 
 void mlir::moe::buildLowerToNVVMPipeline(OpPassManager &pm,
                                          const LowerToNVVMOptions &options) {
-  // 1. moe -> upstream tensor IR, exactly as for the CPU.
-  addMoEToUpstreamPasses(pm);
+  // 1. moe -> upstream tensor IR as for the CPU, except that KDA ops the
+  // kernel generator handles become tensor-core kernels first.
+  addMoEToUpstreamPasses(pm, [&](OpPassManager &nested) {
+    MoEGenerateKDAKernelsOptions kdaOptions;
+    kdaOptions.diagonal = options.kdaDiagonal;
+    kdaOptions.valueTile = options.kdaValueTile;
+    nested.addPass(createMoEGenerateKDAKernels(kdaOptions));
+  });
   if (options.emitCInterface)
     pm.addNestedPass<func::FuncOp>(LLVM::createLLVMRequestCWrappersPass());
 

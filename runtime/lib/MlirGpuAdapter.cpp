@@ -15,8 +15,12 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 namespace {
 
@@ -26,6 +30,14 @@ struct AdapterState {
   std::string error;
   CUcontext context = nullptr;
   bool initialized = false;
+  /// Device allocations made through mgpuMemAlloc, by address (their size),
+  /// and freed ones kept for reuse, by size.
+  std::unordered_map<void *, uint64_t> deviceSizes;
+  std::multimap<uint64_t, void *> cachedBuffers;
+  /// Kernel timing: events around each launch since the last read.
+  bool timing = false;
+  std::vector<std::pair<CUevent, CUevent>> launchEvents;
+  std::vector<double> lastTimes;
 };
 
 AdapterState &state() {
@@ -196,9 +208,90 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
     return;
   if (gridX <= 0 || gridY <= 0 || gridZ <= 0)
     return; // An empty grid (e.g. batch 0) launches nothing.
-  MOERT_MLIR_CHECK(cuLaunchKernel(
-      static_cast<CUfunction>(function), gridX, gridY, gridZ, blockX, blockY,
-      blockZ, smem, static_cast<CUstream>(stream), params, extra));
+  auto kernel = static_cast<CUfunction>(function);
+  auto cuStream = static_cast<CUstream>(stream);
+  // More than 48 KiB of dynamic shared memory must be asked for.
+  // (and then the largest shared-memory carveout, so that as many blocks
+  // as the shared memory allows share an SM).
+  if (smem > 48 * 1024) {
+    MOERT_MLIR_CHECK(cuFuncSetAttribute(
+        kernel, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem));
+    MOERT_MLIR_CHECK(cuFuncSetAttribute(
+        kernel, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100));
+  }
+  AdapterState &s = state();
+  bool timing;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    timing = s.timing;
+  }
+  CUevent start = nullptr, stop = nullptr;
+  if (timing) {
+    MOERT_MLIR_CHECK(cuEventCreate(&start, CU_EVENT_DEFAULT));
+    MOERT_MLIR_CHECK(cuEventCreate(&stop, CU_EVENT_DEFAULT));
+    MOERT_MLIR_CHECK(cuEventRecord(start, cuStream));
+  }
+  MOERT_MLIR_CHECK(cuLaunchKernel(kernel, gridX, gridY, gridZ, blockX, blockY,
+                                  blockZ, smem, cuStream, params, extra));
+  if (timing) {
+    MOERT_MLIR_CHECK(cuEventRecord(stop, cuStream));
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.launchEvents.emplace_back(start, stop);
+  }
+}
+
+void moertMlirSetKernelTiming(int enabled) {
+  AdapterState &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.timing = enabled != 0;
+}
+
+double moertMlirKernelMilliseconds(void) {
+  AdapterState &s = state();
+  std::vector<std::pair<CUevent, CUevent>> events;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    events.swap(s.launchEvents);
+  }
+  double total = 0.0;
+  std::vector<double> times;
+  for (auto [start, stop] : events) {
+    float ms = 0.0f;
+    CUresult result = cuEventSynchronize(stop);
+    if (result == CUDA_SUCCESS)
+      result = cuEventElapsedTime(&ms, start, stop);
+    if (result != CUDA_SUCCESS)
+      recordFailure("cuEventElapsedTime", result);
+    total += ms;
+    times.push_back(ms);
+    cuEventDestroy(start);
+    cuEventDestroy(stop);
+  }
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.lastTimes = std::move(times);
+  return total;
+}
+
+int moertMlirLastKernelTimes(double *milliseconds, int capacity) {
+  AdapterState &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  int count = static_cast<int>(s.lastTimes.size());
+  for (int i = 0; i < count && i < capacity; ++i)
+    milliseconds[i] = s.lastTimes[i];
+  return count;
+}
+
+void moertMlirReleaseCachedBuffers(void) {
+  AdapterState &s = state();
+  std::multimap<uint64_t, void *> cached;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    cached.swap(s.cachedBuffers);
+    for (auto &entry : cached)
+      s.deviceSizes.erase(entry.second);
+  }
+  for (auto &entry : cached)
+    MOERT_MLIR_CHECK(cuMemFree(reinterpret_cast<CUdeviceptr>(entry.second)));
 }
 
 void *mgpuStreamCreate(void) {
@@ -221,16 +314,54 @@ void mgpuStreamSynchronize(void *stream) {
   MOERT_MLIR_CHECK(cuStreamSynchronize(static_cast<CUstream>(stream)));
 }
 
-void *mgpuMemAlloc(uint64_t sizeBytes, void * /*stream*/, bool isHostShared) {
-  if (isHostShared)
-    return moertMlirAllocShared(sizeBytes);
+void *mgpuMemAlloc(uint64_t sizeBytes, void *stream, bool isHostShared) {
+  if (isHostShared) {
+    void *shared = moertMlirAllocShared(sizeBytes);
+    // Results written by kernels: populate the pages on the device now
+    // rather than by faults inside the kernels.
+    CUmemLocation device = {CU_MEM_LOCATION_TYPE_DEVICE, 0};
+    if (shared)
+      MOERT_MLIR_CHECK(cuMemPrefetchAsync(reinterpret_cast<CUdeviceptr>(shared),
+                                          sizeBytes ? sizeBytes : 1, device,
+                                          /*flags=*/0,
+                                          static_cast<CUstream>(stream)),
+                       nullptr);
+    return shared;
+  }
   if (!ensureContext())
     return nullptr;
+  uint64_t size = sizeBytes ? sizeBytes : 1;
+  AdapterState &s = state();
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    auto cached = s.cachedBuffers.find(size);
+    if (cached != s.cachedBuffers.end()) {
+      void *ptr = cached->second;
+      s.cachedBuffers.erase(cached);
+      return ptr;
+    }
+  }
   CUdeviceptr ptr = 0;
-  MOERT_MLIR_CHECK(cuMemAlloc(&ptr, sizeBytes ? sizeBytes : 1), nullptr);
+  MOERT_MLIR_CHECK(cuMemAlloc(&ptr, size), nullptr);
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.deviceSizes[reinterpret_cast<void *>(ptr)] = size;
   return reinterpret_cast<void *>(ptr);
 }
 
-void mgpuMemFree(void *ptr, void * /*stream*/) { moertMlirFree(ptr); }
+void mgpuMemFree(void *ptr, void *stream) {
+  AdapterState &s = state();
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    auto device = s.deviceSizes.find(ptr);
+    if (device != s.deviceSizes.end()) {
+      // Reused only by later work: wait for this stream's work on it.
+      if (stream)
+        cuStreamSynchronize(static_cast<CUstream>(stream));
+      s.cachedBuffers.emplace(device->second, ptr);
+      return;
+    }
+  }
+  moertMlirFree(ptr);
+}
 
 } // extern "C"

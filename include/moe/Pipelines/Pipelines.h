@@ -49,6 +49,15 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
       *this, "emit-c-interface",
       llvm::cl::desc("Mark every function `llvm.emit_c_interface`"),
       llvm::cl::init(true)};
+  PassOptions::Option<std::string> kdaDiagonal{
+      *this, "kda-diagonal",
+      llvm::cl::desc("Diagonal tiles of the generated KDA kernels: auto "
+                     "(dense where proven), dense or per-position"),
+      llvm::cl::init("auto")};
+  PassOptions::Option<int64_t> kdaValueTile{
+      *this, "kda-value-tile",
+      llvm::cl::desc("State columns per block of the KDA state kernel"),
+      llvm::cl::init(16)};
 };
 
 /// Adds the passes that lower moe-specific ops to upstream tensor-level IR
@@ -59,7 +68,11 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
 /// lowered, since the decay-bound analysis reads it), attention tiling,
 /// convert-moe-to-linalg and convert-elementwise-to-linalg. A moe op that no
 /// pass lowers is rejected by bufferization with "op was not bufferized".
-void addMoEToUpstreamPasses(OpPassManager &pm);
+/// `beforeKDATiling` adds a back end's own KDA passes (the GPU kernel
+/// generator) ahead of the tiling.
+void addMoEToUpstreamPasses(
+    OpPassManager &pm,
+    llvm::function_ref<void(OpPassManager &)> beforeKDATiling = nullptr);
 
 /// One-shot bufferization with identity layouts at function boundaries and
 /// buffer deallocation, shared by both back ends.

@@ -61,19 +61,6 @@ static Value buildLastDimSizeF32(ImplicitLocOpBuilder &b, Value value) {
   return arith::SIToFPOp::create(b, f32, asInt);
 }
 
-/// `log(1 + exp(x))` as `max(x, 0) + log1p(exp(-|x|))`: the exponent is
-/// never positive, so it neither overflows for large `x` nor rounds to zero
-/// for very negative `x`.
-static Value buildSoftplus(OpBuilder &b, Location loc, Value x) {
-  Value zero = floatConstant(b, loc, x.getType(), 0.0);
-  Value positive = arith::MaximumFOp::create(b, loc, x, zero);
-  Value magnitude = math::AbsFOp::create(b, loc, x);
-  Value negated = arith::NegFOp::create(b, loc, magnitude);
-  Value exp = math::ExpOp::create(b, loc, negated);
-  Value log = math::Log1pOp::create(b, loc, exp);
-  return arith::AddFOp::create(b, loc, positive, log);
-}
-
 /// `x` normalised row by row: `fn` gets an element of `x` in fp32, the
 /// `sumSquares` of its row and the scalars of `extra` (read through
 /// `extraMaps`), and returns the fp32 result, which is converted back to the

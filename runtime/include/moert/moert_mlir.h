@@ -49,6 +49,21 @@ void *moertMlirAllocShared(unsigned long long sizeBytes);
 /// Frees memory from moertMlirAllocShared or from a host-shared gpu.alloc.
 void moertMlirFree(void *ptr);
 
+/// Device buffers that compiled code frees (gpu.dealloc) are kept for reuse
+/// by a later allocation of the same size, as PyTorch's caching allocator
+/// does; this returns them to the driver.
+void moertMlirReleaseCachedBuffers(void);
+
+/// Kernel timing: while enabled, every launch is bracketed by CUDA events
+/// on its stream. moertMlirKernelMilliseconds() returns the summed GPU time
+/// of the launches since the last call (waiting for them) and forgets them.
+void moertMlirSetKernelTiming(int enabled);
+double moertMlirKernelMilliseconds(void);
+
+/// The per-launch milliseconds behind the last moertMlirKernelMilliseconds()
+/// (at most `capacity` of them, in launch order); returns their count.
+int moertMlirLastKernelTimes(double *milliseconds, int capacity);
+
 #ifdef __cplusplus
 }
 #endif

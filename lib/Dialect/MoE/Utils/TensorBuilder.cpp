@@ -71,6 +71,16 @@ Value mlir::moe::buildSigmoid(OpBuilder &b, Location loc, Value x) {
   return arith::DivFOp::create(b, loc, one, denominator);
 }
 
+Value mlir::moe::buildSoftplus(OpBuilder &b, Location loc, Value x) {
+  Value zero = floatConstant(b, loc, x.getType(), 0.0);
+  Value positive = arith::MaximumFOp::create(b, loc, x, zero);
+  Value magnitude = math::AbsFOp::create(b, loc, x);
+  Value negated = arith::NegFOp::create(b, loc, magnitude);
+  Value exp = math::ExpOp::create(b, loc, negated);
+  Value log = math::Log1pOp::create(b, loc, exp);
+  return arith::AddFOp::create(b, loc, positive, log);
+}
+
 Value mlir::moe::buildGatedActivation(OpBuilder &b, Location loc, Value a,
                                       Value u, std::optional<double> gateBeta,
                                       std::optional<double> upBeta) {

@@ -115,6 +115,61 @@ def MoETileLinearAttention : Pass<"moe-tile-linear-attention"> {
   ];
 }
 
+def MoEGenerateKDAKernels : Pass<"moe-generate-kda-kernels", "::mlir::ModuleOp"> {
+  let summary = "Generate tensor-core GPU kernels for moe.kda";
+  let description = [{
+    The GPU back end's kernel generator for `moe.kda` (DESIGN.md, "a kernel
+    generator that builds the gpu.func from the op's attributes and the
+    proof's verdict"). Each eligible `moe.kda` op becomes two kernels in a
+    `gpu.module` and their `gpu.launch_func`s, between
+    `bufferization.to_buffer` of the operands and `bufferization.to_tensor`
+    of the results; FLA's pipeline of ALGORITHMS.md section 1.5 with
+    chunks of 64 tokens and diagonal tiles of 16 rows:
+
+    * `kda_prep` (one block of 128 threads per chunk, all chunks in
+      parallel): the decay gate and the in-chunk cumulative decay in fp32,
+      the L2 norms of q and k (fused when the operands come from
+      `moe.l2_norm` and `moe.decay_gate`), the intra-chunk matrices `Aqk`
+      and `L` from 16x16 tiles on tensor cores (`mma.sync` m16n8k16, bf16
+      operands staged in shared memory, fp32 accumulation), forward
+      substitution for `(I + L)^-1` in fp32, then `W` and `U` on tensor
+      cores and the decayed keys and queries, written as bf16;
+    * `kda_state` (one block per batch, head and `value-tile` columns of
+      the state, sequential over chunks): the fp32 state in registers,
+      `Vn = U - W S`, `O = Qd S + Aqk Vn` and
+      `S <- exp(Gamma_last) S + Kd^T Vn`, all on tensor cores.
+
+    Off-diagonal tiles are factored through their first row (both factors
+    at most 1). Diagonal tiles are dense tensor-core tiles factored through
+    their middle row where the decay-bound analysis proves section 2.2's
+    condition for bf16 operands; otherwise they are computed per position
+    on CUDA cores (no tensor cores, exponents of differences only).
+    `diagonal` overrides the choice. A remark on each op gives the path and
+    the numbers. Ops the generator does not handle (K other than 64 or
+    128, a value width that `value-tile` does not divide, non-f32 operands,
+    an initial state) are left to `-moe-tile-linear-attention`, with a
+    remark saying why.
+  }];
+  let options = [
+    Option<"valueTile", "value-tile", "int64_t", "16",
+           "State columns per block of the state kernel (8, 16 or 32)">,
+    Option<"diagonal", "diagonal", "std::string", "\"auto\"",
+           "Diagonal tiles: auto (dense where proven), dense, or "
+           "per-position">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::NVVM::NVVMDialect",
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect"
+  ];
+}
+
 def MoETileAttention : Pass<"moe-tile-attention"> {
   let summary = "Tile moe.mla_attention into the causal online-softmax algorithm";
   let description = [{

@@ -34,6 +34,11 @@ Value floatConstant(OpBuilder &b, Location loc, Type type, double value);
 /// `1 / (1 + exp(-x))`.
 Value buildSigmoid(OpBuilder &b, Location loc, Value x);
 
+/// `log(1 + exp(x))` as `max(x, 0) + log1p(exp(-|x|))`: the exponent is
+/// never positive, so it neither overflows for large `x` nor rounds to zero
+/// for very negative `x`.
+Value buildSoftplus(OpBuilder &b, Location loc, Value x);
+
 /// The gated FFN activation `h(a, u)` on scalars `a = x Wg`, `u = x Wu`
 /// (ALGORITHMS.md sections 6 and 7.1): SwiGLU `a sigmoid(a) u` without
 /// `gateBeta`; SiTU-GLU `gateBeta tanh(a / gateBeta) sigmoid(a) cap(u)` with

@@ -1,0 +1,1341 @@
+//===- GenerateKDAKernels.cpp - Tensor-core GPU kernels for moe.kda -------===//
+//
+// Part of the moe-mlir project.
+//
+// Implements -moe-generate-kda-kernels, the GPU back end's kernel generator
+// for `moe.kda`: it builds two `gpu.func`s from the op's shapes, its fused
+// producers (`moe.l2_norm`, `moe.decay_gate`) and the decay-bound verdict,
+// and replaces the op with their launches (ALGORITHMS.md sections 1.4-1.5,
+// 2.2). Tensor-core tiles use `mma.sync` m16n8k16 with bf16 operands and
+// fp32 accumulators; the cumulative decay, the inverse `(I + L)^-1` and the
+// state stay in fp32.
+//
+// Fragment layouts of m16n8k16 (PTX ISA, "Matrix fragments for mma.m16n8k16
+// with floating point type"), with g = lane / 4 and c = 2 * (lane % 4):
+//   A (16x16, row major): (g, c), (g + 8, c), (g, c + 8), (g + 8, c + 8),
+//                         each a pair of adjacent columns in one 32-bit word;
+//   B (16x8):             (k = c, n = g), (k = c + 8, n = g), pairs along k;
+//   C (16x8, fp32):       (g, c), (g, c + 1), (g + 8, c), (g + 8, c + 1).
+// B tiles are kept "n-major" (row n holds column n of B) so that both A and
+// B fragments are 32-bit loads of adjacent elements.
+//
+//===----------------------------------------------------------------------===//
+
+#include "moe/Analysis/DecayBound.h"
+#include "moe/Dialect/MoE/Transforms/Passes.h"
+#include "moe/Dialect/MoE/Utils/TensorBuilder.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <numeric>
+
+namespace mlir::moe {
+#define GEN_PASS_DEF_MOEGENERATEKDAKERNELS
+#include "moe/Dialect/MoE/Transforms/Passes.h.inc"
+} // namespace mlir::moe
+
+using namespace mlir;
+using namespace mlir::moe;
+
+namespace {
+
+/// Tokens per chunk and rows per diagonal tile: the shapes FLA uses.
+constexpr int64_t kChunk = 64;
+constexpr int64_t kSub = 16;
+/// Threads per block of both kernels (four warps).
+constexpr int64_t kThreads = 128;
+/// Padding (in bf16 elements) of shared-memory rows, so that the eight row
+/// groups of a fragment load fall into distinct banks.
+constexpr int64_t kPad = 8;
+
+using Frag4 = std::array<Value, 4>;
+
+/// Emits device code: index and fp32 arithmetic, shared and global memory
+/// accesses, warp reductions and tensor-core fragments.
+class DeviceEmitter {
+public:
+  explicit DeviceEmitter(ImplicitLocOpBuilder &b) : b(b) {}
+
+  ImplicitLocOpBuilder &b;
+
+  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
+  Value f32(double v) {
+    return arith::ConstantOp::create(b, b.getF32FloatAttr(v));
+  }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, x, y); }
+  Value add(Value x, int64_t y) { return y ? add(x, idx(y)) : x; }
+  Value mul(Value x, int64_t y) {
+    return y == 1 ? x : arith::MulIOp::create(b, x, idx(y)).getResult();
+  }
+  Value mul(Value x, Value y) { return arith::MulIOp::create(b, x, y); }
+  Value div(Value x, int64_t y) { return arith::DivUIOp::create(b, x, idx(y)); }
+  Value rem(Value x, int64_t y) { return arith::RemUIOp::create(b, x, idx(y)); }
+  Value ult(Value x, Value y) {
+    return arith::CmpIOp::create(b, arith::CmpIPredicate::ult, x, y);
+  }
+  Value ule(Value x, Value y) {
+    return arith::CmpIOp::create(b, arith::CmpIPredicate::ule, x, y);
+  }
+  Value eq(Value x, Value y) {
+    return arith::CmpIOp::create(b, arith::CmpIPredicate::eq, x, y);
+  }
+  Value select(Value c, Value x, Value y) {
+    return arith::SelectOp::create(b, c, x, y);
+  }
+
+  Value fadd(Value x, Value y) { return arith::AddFOp::create(b, x, y); }
+  Value fsub(Value x, Value y) { return arith::SubFOp::create(b, x, y); }
+  Value fmul(Value x, Value y) { return arith::MulFOp::create(b, x, y); }
+  Value exp(Value x) { return math::ExpOp::create(b, x); }
+
+  Value load(Value mem, ValueRange indices) {
+    return memref::LoadOp::create(b, mem, indices);
+  }
+  void store(Value v, Value mem, ValueRange indices) {
+    memref::StoreOp::create(b, v, mem, indices);
+  }
+  /// An fp32 value rounded to bf16 and stored at `mem[i]`.
+  void storeBF16(Value v, Value mem, Value i) {
+    store(arith::TruncFOp::create(b, b.getBF16Type(), v), mem, i);
+  }
+  /// The 32-bit word holding the bf16 pair `mem[i], mem[i + 1]` (i even).
+  Value loadPair(Value mem, Value i) {
+    auto pairType = VectorType::get({2}, b.getBF16Type());
+    Value pair =
+        vector::LoadOp::create(b, pairType, mem, ValueRange{i},
+                               /*nontemporal=*/false, llvm::MaybeAlign(4));
+    Value word = vector::BitCastOp::create(
+        b, VectorType::get({1}, b.getI32Type()), pair);
+    return vector::ExtractOp::create(b, word, ArrayRef<int64_t>{0});
+  }
+  /// Two fp32 values packed as a bf16 pair in one 32-bit word.
+  Value packPair(Value lo, Value hi) {
+    Type bf16 = b.getBF16Type();
+    Value pair = vector::FromElementsOp::create(
+        b, VectorType::get({2}, bf16),
+        ValueRange{arith::TruncFOp::create(b, bf16, lo),
+                   arith::TruncFOp::create(b, bf16, hi)});
+    Value word = vector::BitCastOp::create(
+        b, VectorType::get({1}, b.getI32Type()), pair);
+    return vector::ExtractOp::create(b, word, ArrayRef<int64_t>{0});
+  }
+  /// Stores fp32 `lo, hi` as the bf16 pair `mem[i], mem[i + 1]` (i even).
+  void storePairBF16(Value lo, Value hi, Value mem, Value i) {
+    Type bf16 = b.getBF16Type();
+    Value pair = vector::FromElementsOp::create(
+        b, VectorType::get({2}, bf16),
+        ValueRange{arith::TruncFOp::create(b, bf16, lo),
+                   arith::TruncFOp::create(b, bf16, hi)});
+    vector::StoreOp::create(b, pair, mem, ValueRange{i},
+                            /*nontemporal=*/false, llvm::MaybeAlign(4));
+  }
+  /// The two bf16 values `mem[i], mem[i + 1]` as fp32.
+  std::pair<Value, Value> loadPairF32(Value mem, Value i) {
+    auto pairType = VectorType::get({2}, b.getBF16Type());
+    Value pair =
+        vector::LoadOp::create(b, pairType, mem, ValueRange{i},
+                               /*nontemporal=*/false, llvm::MaybeAlign(4));
+    Type f32 = b.getF32Type();
+    Value lo = vector::ExtractOp::create(b, pair, ArrayRef<int64_t>{0});
+    Value hi = vector::ExtractOp::create(b, pair, ArrayRef<int64_t>{1});
+    return {arith::ExtFOp::create(b, f32, lo),
+            arith::ExtFOp::create(b, f32, hi)};
+  }
+
+  /// The sum of `v` over the 32 lanes of the warp.
+  Value warpSum(Value v) {
+    for (int64_t offset : {16, 8, 4, 2, 1}) {
+      auto shuffle = gpu::ShuffleOp::create(
+          b, v, arith::ConstantIntOp::create(b, offset, 32).getResult(),
+          arith::ConstantIntOp::create(b, 32, 32).getResult(),
+          gpu::ShuffleMode::XOR);
+      v = fadd(v, shuffle.getShuffleResult());
+    }
+    return v;
+  }
+
+  void barrier() { gpu::BarrierOp::create(b); }
+
+  /// `acc + A B` on tensor cores: m16n8k16, bf16 operands, fp32 accumulator.
+  Frag4 mma(const Frag4 &a, std::array<Value, 2> bFrag, const Frag4 &acc) {
+    MLIRContext *ctx = b.getContext();
+    Type f32 = b.getF32Type();
+    auto resultType =
+        LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
+    auto op = NVVM::MmaOp::create(
+        b, resultType, ValueRange(a), ValueRange(bFrag), ValueRange(acc),
+        ArrayRef<int64_t>{16, 8, 16}, std::nullopt, std::nullopt,
+        std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16,
+                                      NVVM::MMATypes::bf16},
+        std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                       NVVM::MMALayout::col});
+    Frag4 result;
+    for (int64_t i = 0; i < 4; ++i)
+      result[i] = LLVM::ExtractValueOp::create(b, op.getRes(), i);
+    return result;
+  }
+  Frag4 zeroFrag() {
+    Value z = f32(0.0);
+    return {z, z, z, z};
+  }
+
+  /// The thread index and its warp; sets the lane coordinates.
+  std::pair<Value, Value> threadAndWarp() {
+    Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+    setLane(rem(tid, 32));
+    return {tid, div(tid, 32)};
+  }
+
+  /// The block's dynamic shared memory, as bytes.
+  Value dynamicSharedMemory() {
+    auto space = gpu::AddressSpaceAttr::get(b.getContext(),
+                                            gpu::AddressSpace::Workgroup);
+    return gpu::DynamicSharedMemoryOp::create(
+        b, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                           MemRefLayoutAttrInterface(), space));
+  }
+
+  /// Lane coordinates: g = lane / 4 and c = 2 * (lane % 4).
+  void setLane(Value lane) {
+    laneGroup = div(lane, 4);
+    laneCol = mul(rem(lane, 4), 2);
+  }
+  Value laneGroup, laneCol;
+
+  /// A fragment of the 16x16 bf16 tile at (row0, col0) of a row-major
+  /// matrix with leading dimension `ld` starting at `base` in `mem`.
+  Frag4 fragA(Value mem, Value base, Value row0, Value col0, int64_t ld) {
+    Value r = add(row0, laneGroup), c = add(col0, laneCol);
+    Value at = add(base, add(mul(r, ld), c));
+    return {loadPair(mem, at), loadPair(mem, add(at, 8 * ld)),
+            loadPair(mem, add(at, 8)), loadPair(mem, add(at, 8 * ld + 8))};
+  }
+  /// A fragment from an fp32 row-major matrix, rounded to bf16.
+  Frag4 fragAFromF32(Value mem, Value row0, Value col0, int64_t ld) {
+    Value r = add(row0, laneGroup), c = add(col0, laneCol);
+    Value at = add(mul(r, ld), c);
+    auto pairAt = [&](Value i) {
+      return packPair(load(mem, i), load(mem, add(i, 1)));
+    };
+    return {pairAt(at), pairAt(add(at, 8 * ld)), pairAt(add(at, 8)),
+            pairAt(add(at, 8 * ld + 8))};
+  }
+  /// A B fragment (16 rows k, 8 columns n) from an n-major tile: column n
+  /// of B is row (n0 + n) of `mem`, starting at element k0.
+  std::array<Value, 2> fragB(Value mem, Value base, Value n0, Value k0,
+                             int64_t ld) {
+    Value at = add(base, add(mul(add(n0, laneGroup), ld), add(k0, laneCol)));
+    return {loadPair(mem, at), loadPair(mem, add(at, 8))};
+  }
+  /// Calls f(e, row, col) for the four accumulator entries of a 16x8 tile
+  /// at (row0, col0).
+  template <typename F>
+  void forEachAcc(Value row0, Value col0, F f) {
+    Value r = add(row0, laneGroup), c = add(col0, laneCol);
+    f(0, r, c);
+    f(1, r, add(c, 1));
+    f(2, add(r, 8), c);
+    f(3, add(r, 8), add(c, 1));
+  }
+
+  /// scf.for over [lb, ub) with `step`; the body gets the induction
+  /// variable and the iteration values and returns the next ones.
+  SmallVector<Value>
+  forLoop(Value lb, Value ub, int64_t step, ValueRange init,
+          function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+    auto loop = scf::ForOp::create(
+        b, lb, ub, idx(step), init,
+        [&](OpBuilder &nested, Location loc, Value iv, ValueRange args) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(nested.getInsertionBlock(),
+                              nested.getInsertionPoint());
+          SmallVector<Value> next = body(iv, args);
+          scf::YieldOp::create(b, next);
+        });
+    return SmallVector<Value>(loop.getResults());
+  }
+  void forLoop(Value lb, Value ub, int64_t step,
+               function_ref<void(Value)> body) {
+    forLoop(lb, ub, step, ValueRange{}, [&](Value iv, ValueRange) {
+      body(iv);
+      return SmallVector<Value>{};
+    });
+  }
+  /// `count` iterations as an scf.for over groups of `unroll`: `load(i)`
+  /// runs for every iteration of a group before any `use(i, loaded)`, so
+  /// that a group's global loads are in flight together rather than one
+  /// latency per iteration.
+  void forBatched(int64_t count, int64_t unroll,
+                  function_ref<SmallVector<Value>(Value)> load,
+                  function_ref<void(Value, ArrayRef<Value>)> use) {
+    unroll = std::gcd(unroll, count);
+    forLoop(idx(0), idx(count), unroll, [&](Value base) {
+      SmallVector<Value> ivs;
+      SmallVector<SmallVector<Value>> loaded;
+      for (int64_t u = 0; u < unroll; ++u) {
+        ivs.push_back(add(base, u));
+        loaded.push_back(load(ivs.back()));
+      }
+      for (int64_t u = 0; u < unroll; ++u)
+        use(ivs[u], loaded[u]);
+    });
+  }
+
+  void ifThen(Value cond, function_ref<void()> body) {
+    scf::IfOp::create(b, cond, [&](OpBuilder &nested, Location loc) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(nested.getInsertionBlock(),
+                          nested.getInsertionPoint());
+      body();
+      scf::YieldOp::create(b);
+    });
+  }
+};
+
+/// What the generator knows about one kda op.
+struct KDAPlan {
+  KDAOp op;
+  int64_t keyDim, valueDim;
+  int64_t heads; // ShapedType::kDynamic when dynamic
+  bool dense;
+  double scale;
+  bool keyMajor;
+  // Fused producers: raw q/k to normalise (null when q/k are used as they
+  // are), and the decay gate.
+  L2NormOp queryNorm, keyNorm;
+  DecayGateOp gate;
+};
+
+/// Builds the kernels and the launches of one plan.
+class KDAKernelGenerator {
+public:
+  KDAKernelGenerator(KDAPlan plan, int64_t valueTile, gpu::GPUModuleOp module,
+                     StringRef prefix)
+      : plan(plan), valueTile(valueTile), module(module), prefix(prefix) {}
+
+  /// Replaces plan.op by the launches; returns failure on a malformed op.
+  void generate();
+
+private:
+  int64_t K() const { return plan.keyDim; }
+  int64_t V() const { return plan.valueDim; }
+  int64_t tileLd() const { return K() + kPad; }
+  int64_t tokenLd() const { return kChunk + kPad; }
+  /// Row stride of the fp32 inverse in shared memory (conflict-free halves
+  /// of a warp for 64-bit fragment loads).
+  static constexpr int64_t kInverseLd = kChunk + 8;
+
+  // Shared-memory layout of kda_prep, in bytes.
+  int64_t gammaBytes() const { return kChunk * K() * 4; }
+  int64_t rowBytes() const { return 3 * kChunk * 4; }
+  int64_t lBytes() const { return kChunk * kChunk * 4; }
+  int64_t inverseBytes() const { return kChunk * kInverseLd * 4; }
+  int64_t tileBytes() const {
+    int64_t intra = (5 * kSub + (kChunk - kSub)) * tileLd() * 2;
+    int64_t wu = (K() + V()) * tokenLd() * 2;
+    int64_t staged = 2 * kChunk * tileLd() * 2; // per-position q and k
+    return std::max({intra, wu, staged});
+  }
+  int64_t prepSharedBytes() const {
+    return gammaBytes() + rowBytes() + lBytes() + inverseBytes() + tileBytes();
+  }
+  int64_t stateSharedBytes() const {
+    return valueTile * (K() + kPad) * 2 + valueTile * tokenLd() * 2;
+  }
+
+  /// An empty kernel `<prefix><suffix>` of 128 threads in the GPU module.
+  gpu::GPUFuncOp createKernel(StringRef suffix, TypeRange argTypes);
+  gpu::GPUFuncOp buildPrepKernel(TypeRange argTypes);
+  gpu::GPUFuncOp buildStateKernel(TypeRange argTypes);
+
+  /// A typed 1-D view of `count` elements at byte `offset` of the dynamic
+  /// shared memory.
+  Value sharedView(DeviceEmitter &e, Value base, int64_t offset, int64_t count,
+                   Type elementType);
+
+  KDAPlan plan;
+  int64_t valueTile;
+  gpu::GPUModuleOp module;
+  std::string prefix;
+};
+
+Value KDAKernelGenerator::sharedView(DeviceEmitter &e, Value base,
+                                     int64_t offset, int64_t count,
+                                     Type elementType) {
+  auto space = gpu::AddressSpaceAttr::get(e.b.getContext(),
+                                          gpu::AddressSpace::Workgroup);
+  auto type =
+      MemRefType::get({count}, elementType, MemRefLayoutAttrInterface(), space);
+  return memref::ViewOp::create(e.b, type, base, e.idx(offset), ValueRange{});
+}
+
+gpu::GPUFuncOp KDAKernelGenerator::createKernel(StringRef suffix,
+                                                TypeRange argTypes) {
+  MLIRContext *ctx = module.getContext();
+  OpBuilder top(ctx);
+  top.setInsertionPointToEnd(module.getBody());
+  auto func =
+      gpu::GPUFuncOp::create(top, plan.op.getLoc(), (prefix + suffix).str(),
+                             FunctionType::get(ctx, argTypes, {}));
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), UnitAttr::get(ctx));
+  func.setKnownBlockSizeAttr(
+      DenseI32ArrayAttr::get(ctx, {static_cast<int32_t>(kThreads), 1, 1}));
+  return func;
+}
+
+/// Argument order of kda_prep: q, k, v, beta, then either (raw gate,
+/// dt_bias[, A_log]) or the log-decay, then W, U, Qd, KdT, Aqk, egl.
+gpu::GPUFuncOp KDAKernelGenerator::buildPrepKernel(TypeRange argTypes) {
+  gpu::GPUFuncOp func = createKernel("_prep", argTypes);
+  MLIRContext *ctx = func.getContext();
+  ImplicitLocOpBuilder b = ImplicitLocOpBuilder::atBlockBegin(
+      plan.op.getLoc(), &func.getBody().front());
+  DeviceEmitter e(b);
+  Type f32 = b.getF32Type(), bf16 = b.getBF16Type();
+
+  auto args = func.getArguments();
+  Value q = args[0], k = args[1], v = args[2], beta = args[3];
+  unsigned next = 4;
+  Value raw, dtBias, aLog, logDecay;
+  if (plan.gate) {
+    raw = args[next++];
+    dtBias = args[next++];
+    if (plan.gate.getALog())
+      aLog = args[next++];
+  } else {
+    logDecay = args[next++];
+  }
+  Value wOut = args[next++], uOut = args[next++], qdOut = args[next++],
+        kdtOut = args[next++], aqkOut = args[next++], eglOut = args[next++];
+
+  auto [tid, warp] = e.threadAndWarp();
+  Value chunk = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+  Value head = gpu::BlockIdOp::create(b, gpu::Dimension::y);
+  Value batch = gpu::BlockIdOp::create(b, gpu::Dimension::z);
+  Value numChunks = gpu::GridDimOp::create(b, gpu::Dimension::x);
+  Value numHeads = gpu::GridDimOp::create(b, gpu::Dimension::y);
+  Value length = memref::DimOp::create(b, q, 1);
+  Value t0 = e.mul(chunk, kChunk);
+  Value chunkId =
+      e.add(e.mul(e.add(e.mul(batch, numHeads), head), numChunks), chunk);
+
+  // Shared memory.
+  Value smem = e.dynamicSharedMemory();
+  int64_t off = 0;
+  Value gamma = sharedView(e, smem, off, kChunk * K(), f32);
+  off += gammaBytes();
+  Value rq = sharedView(e, smem, off, kChunk, f32);
+  Value rk = sharedView(e, smem, off + kChunk * 4, kChunk, f32);
+  Value betaS = sharedView(e, smem, off + 2 * kChunk * 4, kChunk, f32);
+  off += rowBytes();
+  Value lS = sharedView(e, smem, off, kChunk * kChunk, f32);
+  off += lBytes();
+  Value inv = sharedView(e, smem, off, kChunk * kInverseLd, f32);
+  off += inverseBytes();
+  Value tiles = sharedView(e, smem, off, tileBytes() / 2, bf16);
+
+  // Masked input reads: rows past the sequence read as zero.
+  auto validRow = [&](Value t) { return e.ult(e.add(t0, t), length); };
+  auto clampRow = [&](Value t) {
+    Value row = e.add(t0, t);
+    return e.select(e.ult(row, length), row, e.idx(0));
+  };
+  Value zero = e.f32(0.0);
+  // Global reads are split into the load (rawInput, from a clamped row) and
+  // the mask, so that batched loops issue their loads first.
+  auto rawInput = [&](Value mem, Value t, Value d) {
+    return e.load(mem, {batch, clampRow(t), head, d});
+  };
+  auto masked = [&](Value t, Value x) {
+    return e.select(validRow(t), x, zero);
+  };
+  double scale = plan.scale;
+  auto qScaled = [&](Value t, Value raw) {
+    Value x = e.fmul(masked(t, raw), e.f32(scale));
+    return plan.queryNorm ? e.fmul(x, e.load(rq, t)) : x;
+  };
+  auto kScaled = [&](Value t, Value raw) {
+    Value x = masked(t, raw);
+    return plan.keyNorm ? e.fmul(x, e.load(rk, t)) : x;
+  };
+  // Element i of a thread's share of a [rows, width] tile: (row, column).
+  auto elementOf = [&](Value i, int64_t width) {
+    Value el = e.add(tid, e.mul(i, kThreads));
+    return std::make_pair(e.div(el, width), e.rem(el, width));
+  };
+  constexpr int64_t kUnroll = 16;
+  auto gammaAt = [&](Value t, Value d) {
+    return e.load(gamma, e.add(e.mul(t, K()), d));
+  };
+
+  // 0. L and M start at zero: the solve below reads whole groups of 8.
+  e.forLoop(e.idx(0), e.idx(kChunk * kInverseLd / kThreads), 1, [&](Value i) {
+    Value el = e.add(tid, e.mul(i, kThreads));
+    e.store(zero, inv, el);
+    e.ifThen(e.ult(el, e.idx(kChunk * kChunk)), [&] { e.store(zero, lS, el); });
+  });
+
+  // 1. The decay gate per (token, channel), beta per token.
+  int64_t perThread = kChunk * K() / kThreads;
+  Value rate = aLog ? e.exp(e.load(aLog, head)) : Value();
+  e.forBatched(
+      perThread, kUnroll,
+      [&](Value i) -> SmallVector<Value> {
+        auto [t, d] = elementOf(i, K());
+        if (!plan.gate)
+          return {rawInput(logDecay, t, d)};
+        return {rawInput(raw, t, d), e.load(dtBias, {head, d})};
+      },
+      [&](Value i, ArrayRef<Value> in) {
+        auto [t, d] = elementOf(i, K());
+        Value g = in[0];
+        if (plan.gate) {
+          DecayGateAttr attr = plan.gate.getGate();
+          Value x = e.fadd(in[0], in[1]);
+          if (attr.isBounded()) {
+            Value p = rate ? e.fmul(rate, x) : x;
+            g = e.fmul(e.f32(attr.getGMinValue()),
+                       buildSigmoid(b, b.getLoc(), p));
+          } else {
+            g = arith::NegFOp::create(
+                b, e.fmul(rate, buildSoftplus(b, b.getLoc(), x)));
+          }
+        }
+        e.store(masked(t, g), gamma, e.add(e.mul(t, K()), d));
+      });
+  e.ifThen(e.ult(tid, e.idx(kChunk)), [&] {
+    Value x = e.load(beta, {batch, clampRow(tid), head});
+    e.store(e.select(validRow(tid), x, zero), betaS, tid);
+  });
+
+  // 2. Reciprocal L2 norms of the fused query and key rows: warp w owns 16
+  // rows; each lane sums K / 32 squares, then the warp reduces.
+  // All 16 rows' loads first (straight-line code), then the sums.
+  auto rowNorms = [&](L2NormOp norm, Value mem, Value out) {
+    if (!norm)
+      return;
+    double eps = norm.getEpsilon().convertToDouble();
+    int64_t rows = kChunk / 4, perLane = K() / 32;
+    SmallVector<Value> ts, xs;
+    for (int64_t r = 0; r < rows; ++r) {
+      ts.push_back(e.add(e.mul(warp, rows), r));
+      for (int64_t j = 0; j < perLane; ++j)
+        xs.push_back(rawInput(mem, ts.back(), e.add(e.rem(tid, 32), 32 * j)));
+    }
+    Value isLaneZero = e.eq(e.rem(tid, 32), e.idx(0));
+    for (int64_t r = 0; r < rows; ++r) {
+      Value sum = zero;
+      for (int64_t j = 0; j < perLane; ++j) {
+        Value x = masked(ts[r], xs[r * perLane + j]);
+        sum = e.fadd(sum, e.fmul(x, x));
+      }
+      sum = e.warpSum(sum);
+      Value r2 = math::RsqrtOp::create(b, e.fadd(sum, e.f32(eps)));
+      e.ifThen(isLaneZero, [&] { e.store(r2, out, ts[r]); });
+    }
+  };
+  rowNorms(plan.queryNorm, q, rq);
+  rowNorms(plan.keyNorm, k, rk);
+  e.barrier();
+
+  // In-chunk inclusive cumulative sum of the gate, one thread per channel.
+  e.ifThen(e.ult(tid, e.idx(K())), [&] {
+    e.forLoop(e.idx(0), e.idx(kChunk), 1, ValueRange{zero},
+              [&](Value t, ValueRange run) {
+                Value at = e.add(e.mul(t, K()), tid);
+                Value next = e.fadd(run[0], e.load(gamma, at));
+                e.store(next, gamma, at);
+                return SmallVector<Value>{next};
+              });
+  });
+  e.barrier();
+
+  // 3. Aqk and L, one row block of 16 tokens at a time. Tiles (bf16,
+  // leading dimension K + pad): XQ, XK = rows of the block scaled by
+  // exp(Gamma - Gamma_first); DQ, DK, DB = the same rows scaled through the
+  // middle row (dense diagonal); YB = earlier rows scaled by
+  // exp(Gamma_first - Gamma_j).
+  int64_t ld = tileLd();
+  int64_t tileElems = kSub * ld;
+  Value xq = e.idx(0), xk = e.idx(tileElems), dq = e.idx(2 * tileElems),
+        dk = e.idx(3 * tileElems), db = e.idx(4 * tileElems),
+        yb = e.idx(5 * tileElems);
+  Value aqkBase = e.mul(chunkId, kChunk * kChunk);
+  for (int64_t a = 0; a < kChunk / kSub; ++a) {
+    Value first = e.idx(a * kSub), mid = e.idx(a * kSub + kSub / 2);
+    e.forBatched(
+        kSub * K() / kThreads, kUnroll,
+        [&](Value i) -> SmallVector<Value> {
+          auto [r, d] = elementOf(i, K());
+          Value t = e.add(r, a * kSub);
+          return {rawInput(q, t, d), rawInput(k, t, d)};
+        },
+        [&](Value i, ArrayRef<Value> in) {
+          auto [r, d] = elementOf(i, K());
+          Value t = e.add(r, a * kSub);
+          Value gt = gammaAt(t, d);
+          Value qv = qScaled(t, in[0]), kv = kScaled(t, in[1]);
+          Value toFirst = e.exp(e.fsub(gt, gammaAt(first, d)));
+          Value at = e.add(e.mul(r, ld), d);
+          e.storeBF16(e.fmul(qv, toFirst), tiles, e.add(xq, at));
+          e.storeBF16(e.fmul(kv, toFirst), tiles, e.add(xk, at));
+          if (plan.dense) {
+            Value gm = gammaAt(mid, d);
+            Value down = e.exp(e.fsub(gt, gm)), up = e.exp(e.fsub(gm, gt));
+            e.storeBF16(e.fmul(qv, down), tiles, e.add(dq, at));
+            e.storeBF16(e.fmul(kv, down), tiles, e.add(dk, at));
+            e.storeBF16(e.fmul(kv, up), tiles, e.add(db, at));
+          }
+        });
+    if (a > 0) {
+      e.forBatched(
+          a * kSub * K() / kThreads, kUnroll,
+          [&](Value i) -> SmallVector<Value> {
+            auto [j, d] = elementOf(i, K());
+            return {rawInput(k, j, d)};
+          },
+          [&](Value i, ArrayRef<Value> in) {
+            auto [j, d] = elementOf(i, K());
+            Value up = e.exp(e.fsub(gammaAt(first, d), gammaAt(j, d)));
+            e.storeBF16(e.fmul(kScaled(j, in[0]), up), tiles,
+                        e.add(yb, e.add(e.mul(j, ld), d)));
+          });
+    }
+    e.barrier();
+
+    // The output tiles of this row block, spread over the warps.
+    struct Block {
+      bool isAqk;
+      Value aTile, bTile;
+      int64_t bRow, col;
+      bool diagonal;
+    };
+    SmallVector<Block> blocks;
+    for (int64_t bb = 0; bb < a; ++bb) {
+      blocks.push_back({true, xq, yb, bb * kSub, bb * kSub, false});
+      blocks.push_back({false, xk, yb, bb * kSub, bb * kSub, false});
+    }
+    if (plan.dense) {
+      blocks.push_back({true, dq, db, 0, a * kSub, true});
+      blocks.push_back({false, dk, db, 0, a * kSub, true});
+    }
+    for (auto [n, blk] : llvm::enumerate(blocks)) {
+      e.ifThen(e.eq(warp, e.idx(n % 4)), [&] {
+        Frag4 acc[2] = {e.zeroFrag(), e.zeroFrag()};
+        for (int64_t ks = 0; ks < K() / 16; ++ks) {
+          Frag4 fa = e.fragA(tiles, blk.aTile, e.idx(0), e.idx(ks * 16), ld);
+          for (int64_t j = 0; j < 2; ++j)
+            acc[j] = e.mma(fa,
+                           e.fragB(tiles, blk.bTile, e.idx(blk.bRow + 8 * j),
+                                   e.idx(ks * 16), ld),
+                           acc[j]);
+        }
+        for (int64_t j = 0; j < 2; ++j) {
+          Value vals[4];
+          Value rows[4], cols[4];
+          e.forEachAcc(e.idx(a * kSub), e.idx(blk.col + 8 * j),
+                       [&](int64_t n4, Value row, Value col) {
+                         Value x = acc[j][n4];
+                         if (blk.diagonal) {
+                           Value keep =
+                               blk.isAqk ? e.ule(col, row) : e.ult(col, row);
+                           x = e.select(keep, x, zero);
+                         }
+                         if (!blk.isAqk)
+                           x = e.fmul(x, e.load(betaS, row));
+                         vals[n4] = x;
+                         rows[n4] = row;
+                         cols[n4] = col;
+                       });
+          for (int64_t half = 0; half < 2; ++half) {
+            Value at = e.add(e.mul(rows[2 * half], kChunk), cols[2 * half]);
+            if (blk.isAqk) {
+              e.storePairBF16(vals[2 * half], vals[2 * half + 1], aqkOut,
+                              e.add(aqkBase, at));
+            } else {
+              e.store(vals[2 * half], lS, at);
+              e.store(vals[2 * half + 1], lS, e.add(at, 1));
+            }
+          }
+        }
+      });
+    }
+    e.barrier();
+  }
+
+  // 3'. Per-position diagonal tiles: warp w computes tile w entry by entry,
+  // with exponents of differences Gamma_i - Gamma_j (j <= i) only.
+  if (!plan.dense) {
+    // Scaled queries and keys of the chunk, bf16 [token][channel].
+    Value qn = e.idx(0), kn = e.idx(kChunk * ld);
+    e.forBatched(
+        perThread, kUnroll,
+        [&](Value i) -> SmallVector<Value> {
+          auto [t, d] = elementOf(i, K());
+          return {rawInput(q, t, d), rawInput(k, t, d)};
+        },
+        [&](Value i, ArrayRef<Value> in) {
+          auto [t, d] = elementOf(i, K());
+          Value at = e.add(e.mul(t, ld), d);
+          e.storeBF16(qScaled(t, in[0]), tiles, e.add(qn, at));
+          e.storeBF16(kScaled(t, in[1]), tiles, e.add(kn, at));
+        });
+    e.barrier();
+    auto staged = [&](Value base, Value t, Value d) -> Value {
+      return arith::ExtFOp::create(
+          b, f32, e.load(tiles, e.add(base, e.add(e.mul(t, ld), d))));
+    };
+    Value lane = e.rem(tid, 32);
+    e.forLoop(e.idx(0), e.idx(kSub), 1, [&](Value i) {
+      e.forLoop(e.idx(0), e.idx(kSub), 1, [&](Value j) {
+        Value ti = e.add(e.mul(warp, kSub), i);
+        Value tj = e.add(e.mul(warp, kSub), j);
+        Value at = e.add(e.mul(ti, kChunk), tj);
+        Value lower = e.ule(j, i);
+        auto sums = scf::IfOp::create(
+            b, lower,
+            [&](OpBuilder &nested, Location) {
+              OpBuilder::InsertionGuard guard(b);
+              b.setInsertionPoint(nested.getInsertionBlock(),
+                                  nested.getInsertionPoint());
+              Value sa = zero, sl = zero;
+              for (int64_t jj = 0; jj < K() / 32; ++jj) {
+                Value d = e.add(lane, 32 * jj);
+                Value decay = e.exp(e.fsub(gammaAt(ti, d), gammaAt(tj, d)));
+                Value kj = e.fmul(staged(kn, tj, d), decay);
+                sa = e.fadd(sa, e.fmul(staged(qn, ti, d), kj));
+                sl = e.fadd(sl, e.fmul(staged(kn, ti, d), kj));
+              }
+              scf::YieldOp::create(b, ValueRange{e.warpSum(sa), e.warpSum(sl)});
+            },
+            [&](OpBuilder &nested, Location) {
+              OpBuilder::InsertionGuard guard(b);
+              b.setInsertionPoint(nested.getInsertionBlock(),
+                                  nested.getInsertionPoint());
+              scf::YieldOp::create(b, ValueRange{zero, zero});
+            });
+        e.ifThen(e.eq(lane, e.idx(0)), [&] {
+          e.storeBF16(sums.getResult(0), aqkOut, e.add(aqkBase, at));
+          Value l = e.select(
+              e.ult(j, i), e.fmul(sums.getResult(1), e.load(betaS, ti)), zero);
+          e.store(l, lS, at);
+        });
+      });
+    });
+    e.barrier();
+  }
+
+  // 4. M = (I + L)^-1 by forward substitution, one column per thread, fp32.
+  e.ifThen(e.ult(tid, e.idx(kChunk)), [&] {
+    e.forLoop(e.idx(0), e.idx(kChunk), 1, [&](Value i) {
+      Value init = e.select(e.eq(i, tid), e.f32(1.0), zero);
+      // Sums over m < i in groups of 8 (loads first): L[i][m] is zero for
+      // m >= i and rows m >= i of M are still zero, so the group that
+      // straddles i adds nothing wrong.
+      Value end = e.mul(e.div(e.add(i, 7), 8), 8);
+      SmallVector<Value> x = e.forLoop(
+          e.idx(0), end, 8, ValueRange{init}, [&](Value m0, ValueRange acc) {
+            SmallVector<Value> ls, ms;
+            for (int64_t u = 0; u < 8; ++u) {
+              Value m = e.add(m0, u);
+              ls.push_back(e.load(lS, e.add(e.mul(i, kChunk), m)));
+              ms.push_back(e.load(inv, e.add(e.mul(m, kInverseLd), tid)));
+            }
+            Value sum = acc[0];
+            for (int64_t u = 0; u < 8; ++u)
+              sum = e.fsub(sum, e.fmul(ls[u], ms[u]));
+            return SmallVector<Value>{sum};
+          });
+      e.store(x[0], inv, e.add(e.mul(i, kInverseLd), tid));
+    });
+  });
+
+  // 5. W = M (beta K exp(Gamma)), U = M (beta V): B operands n-major
+  // [channel][token]; the decayed queries Qd and exp(Gamma_last) go out
+  // directly.
+  int64_t tld = tokenLd();
+  Value bw = e.idx(0), bu = e.idx(K() * tld);
+  Value kBase = e.mul(chunkId, kChunk * K());
+  Value vBase = e.mul(chunkId, kChunk * V());
+  e.forBatched(
+      perThread, kUnroll,
+      [&](Value i) -> SmallVector<Value> {
+        auto [t, d] = elementOf(i, K());
+        return {rawInput(q, t, d), rawInput(k, t, d)};
+      },
+      [&](Value i, ArrayRef<Value> in) {
+        auto [t, d] = elementOf(i, K());
+        Value decay = e.exp(gammaAt(t, d));
+        Value bt = e.load(betaS, t);
+        e.storeBF16(e.fmul(e.fmul(bt, kScaled(t, in[1])), decay), tiles,
+                    e.add(bw, e.add(e.mul(d, tld), t)));
+        e.storeBF16(e.fmul(qScaled(t, in[0]), decay), qdOut,
+                    e.add(kBase, e.add(e.mul(t, K()), d)));
+      });
+  e.forBatched(
+      kChunk * V() / kThreads, kUnroll,
+      [&](Value i) -> SmallVector<Value> {
+        auto [t, d] = elementOf(i, V());
+        return {rawInput(v, t, d)};
+      },
+      [&](Value i, ArrayRef<Value> in) {
+        auto [t, d] = elementOf(i, V());
+        e.storeBF16(e.fmul(e.load(betaS, t), masked(t, in[0])), tiles,
+                    e.add(bu, e.add(e.mul(d, tld), t)));
+      });
+  e.ifThen(e.ult(tid, e.idx(K())), [&] {
+    e.store(e.exp(gammaAt(e.idx(kChunk - 1), tid)), eglOut,
+            e.add(e.mul(chunkId, K()), tid));
+  });
+  e.barrier();
+  {
+    Value row0 = e.mul(warp, 16);
+    Frag4 fa[kChunk / 16];
+    for (int64_t ks = 0; ks < kChunk / 16; ++ks)
+      fa[ks] = e.fragAFromF32(inv, row0, e.idx(ks * 16), kInverseLd);
+    auto product = [&](Value bTile, int64_t width, Value out, Value base) {
+      for (int64_t nt = 0; nt < width / 8; ++nt) {
+        Frag4 acc = e.zeroFrag();
+        for (int64_t ks = 0; ks < kChunk / 16; ++ks)
+          acc = e.mma(fa[ks],
+                      e.fragB(tiles, bTile, e.idx(nt * 8), e.idx(ks * 16), tld),
+                      acc);
+        Value r = e.add(row0, e.laneGroup), c = e.add(e.idx(nt * 8), e.laneCol);
+        Value at = e.add(base, e.add(e.mul(r, width), c));
+        e.storePairBF16(acc[0], acc[1], out, at);
+        e.storePairBF16(acc[2], acc[3], out, e.add(at, 8 * width));
+      }
+    };
+    product(bw, K(), wOut, kBase);
+    product(bu, V(), uOut, vBase);
+  }
+  e.barrier();
+
+  // 6. Kd^T = (K exp(Gamma_last - Gamma))^T, staged transposed in shared
+  // memory, then copied out in rows of 64 tokens.
+  e.forBatched(
+      perThread, kUnroll,
+      [&](Value i) -> SmallVector<Value> {
+        auto [t, d] = elementOf(i, K());
+        return {rawInput(k, t, d)};
+      },
+      [&](Value i, ArrayRef<Value> in) {
+        auto [t, d] = elementOf(i, K());
+        Value decay =
+            e.exp(e.fsub(gammaAt(e.idx(kChunk - 1), d), gammaAt(t, d)));
+        e.storeBF16(e.fmul(kScaled(t, in[0]), decay), tiles,
+                    e.add(e.mul(d, tld), t));
+      });
+  e.barrier();
+  e.forLoop(e.idx(0), e.idx(perThread / 2), 1, [&](Value i) {
+    Value el = e.mul(e.add(tid, e.mul(i, kThreads)), 2);
+    Value d = e.div(el, kChunk), t = e.rem(el, kChunk);
+    auto [lo, hi] = e.loadPairF32(tiles, e.add(e.mul(d, tld), t));
+    e.storePairBF16(lo, hi, kdtOut, e.add(kBase, el));
+  });
+  gpu::ReturnOp::create(b);
+  return func;
+}
+
+/// Argument order of kda_state: W, U, Qd, KdT, Aqk, egl, O, final state.
+gpu::GPUFuncOp KDAKernelGenerator::buildStateKernel(TypeRange argTypes) {
+  gpu::GPUFuncOp func = createKernel("_state", argTypes);
+  MLIRContext *ctx = func.getContext();
+  ImplicitLocOpBuilder b = ImplicitLocOpBuilder::atBlockBegin(
+      plan.op.getLoc(), &func.getBody().front());
+  DeviceEmitter e(b);
+  Type f32 = b.getF32Type(), bf16 = b.getBF16Type();
+  auto args = func.getArguments();
+  Value w = args[0], u = args[1], qd = args[2], kdt = args[3], aqk = args[4],
+        egl = args[5], out = args[6], state = args[7];
+
+  auto [tid, warp] = e.threadAndWarp();
+  Value vTile = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+  Value head = gpu::BlockIdOp::create(b, gpu::Dimension::y);
+  Value batch = gpu::BlockIdOp::create(b, gpu::Dimension::z);
+  Value numHeads = gpu::GridDimOp::create(b, gpu::Dimension::y);
+  Value length = memref::DimOp::create(b, out, 1);
+  Value numChunks = e.div(e.add(length, kChunk - 1), kChunk);
+  Value v0 = e.mul(vTile, valueTile);
+
+  Value smem = e.dynamicSharedMemory();
+  int64_t hLd = K() + kPad, vLd = tokenLd();
+  Value hT = sharedView(e, smem, 0, valueTile * hLd, bf16);
+  Value vnT = sharedView(e, smem, valueTile * hLd * 2, valueTile * vLd, bf16);
+  Value zero = e.f32(0.0);
+  Value zeroIdx = e.idx(0);
+
+  e.forLoop(e.idx(0), e.idx(valueTile * hLd / kThreads + 1), 1, [&](Value i) {
+    Value el = e.add(tid, e.mul(i, kThreads));
+    e.ifThen(e.ult(el, e.idx(valueTile * hLd)),
+             [&] { e.storeBF16(zero, hT, el); });
+  });
+  e.barrier();
+
+  // Warp w owns state rows [w K/4, (w + 1) K/4): mTiles tiles of 16 rows by
+  // nTiles tiles of 8 columns, 4 fp32 values per lane each.
+  int64_t mTiles = K() / 64, nTiles = valueTile / 8;
+  int64_t stateRows = K() / 4;
+  int64_t kSteps = K() / 16, tSteps = kChunk / 16;
+  Value row0 = e.mul(warp, 16);
+  auto chunkIdOf = [&](Value n) {
+    return e.add(e.mul(e.add(e.mul(batch, numHeads), head), numChunks), n);
+  };
+
+  // Everything a step reads from global memory, loaded one chunk ahead so
+  // that the loads overlap the previous chunk's work: the fragments of W and
+  // Qd (rows [16w, 16w + 16)), of Aqk (all four key blocks) and of Kd^T
+  // (the warp's state rows), U at the accumulator positions, exp(Gamma_last)
+  // at the warp's state rows.
+  struct ChunkLoads {
+    SmallVector<Frag4> w, qd, aqk, kdt;
+    SmallVector<Value> u, egl;
+  };
+  auto loadChunk = [&](Value chunkId) {
+    ChunkLoads l;
+    Value kBase = e.mul(chunkId, kChunk * K());
+    Value vBase = e.mul(chunkId, kChunk * V());
+    for (int64_t ks = 0; ks < kSteps; ++ks) {
+      l.w.push_back(e.fragA(w, kBase, row0, e.idx(ks * 16), K()));
+      l.qd.push_back(e.fragA(qd, kBase, row0, e.idx(ks * 16), K()));
+    }
+    Value aqkBase = e.mul(chunkId, kChunk * kChunk);
+    for (int64_t ks = 0; ks < tSteps; ++ks)
+      l.aqk.push_back(e.fragA(aqk, aqkBase, row0, e.idx(ks * 16), kChunk));
+    for (int64_t mt = 0; mt < mTiles; ++mt) {
+      Value sRow0 = e.add(e.mul(warp, stateRows), 16 * mt);
+      for (int64_t ks = 0; ks < tSteps; ++ks)
+        l.kdt.push_back(e.fragA(kdt, kBase, sRow0, e.idx(ks * 16), kChunk));
+      Value r = e.add(sRow0, e.laneGroup);
+      l.egl.push_back(e.load(egl, e.add(e.mul(chunkId, K()), r)));
+      l.egl.push_back(e.load(egl, e.add(e.mul(chunkId, K()), e.add(r, 8))));
+    }
+    for (int64_t j = 0; j < nTiles; ++j)
+      e.forEachAcc(row0, e.idx(8 * j), [&](int64_t, Value row, Value col) {
+        l.u.push_back(
+            e.load(u, e.add(vBase, e.add(e.mul(row, V()), e.add(v0, col)))));
+      });
+    return l;
+  };
+  auto flatten = [](const ChunkLoads &l) {
+    SmallVector<Value> flat;
+    for (auto *frags : {&l.w, &l.qd, &l.aqk, &l.kdt})
+      for (const Frag4 &f : *frags)
+        flat.append(f.begin(), f.end());
+    flat.append(l.u.begin(), l.u.end());
+    flat.append(l.egl.begin(), l.egl.end());
+    return flat;
+  };
+  auto unflatten = [&](ValueRange flat) {
+    ChunkLoads l;
+    size_t at = 0;
+    auto frags = [&](SmallVector<Frag4> &out, int64_t count) {
+      for (int64_t i = 0; i < count; ++i, at += 4)
+        out.push_back({flat[at], flat[at + 1], flat[at + 2], flat[at + 3]});
+    };
+    frags(l.w, kSteps);
+    frags(l.qd, kSteps);
+    frags(l.aqk, tSteps);
+    frags(l.kdt, mTiles * tSteps);
+    for (int64_t i = 0; i < nTiles * 4; ++i)
+      l.u.push_back(flat[at++]);
+    for (int64_t i = 0; i < mTiles * 2; ++i)
+      l.egl.push_back(flat[at++]);
+    return l;
+  };
+
+  // The first chunk's loads (none without a chunk: T = 0).
+  SmallVector<Type> loadTypes;
+  auto first = scf::IfOp::create(
+      b, e.ult(e.idx(0), numChunks),
+      [&](OpBuilder &nested, Location) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(nested.getInsertionBlock(),
+                            nested.getInsertionPoint());
+        SmallVector<Value> flat = flatten(loadChunk(chunkIdOf(e.idx(0))));
+        for (Value v : flat)
+          loadTypes.push_back(v.getType());
+        scf::YieldOp::create(b, flat);
+      },
+      [&](OpBuilder &nested, Location) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(nested.getInsertionBlock(),
+                            nested.getInsertionPoint());
+        SmallVector<Value> zeros;
+        for (Type type : loadTypes)
+          zeros.push_back(
+              arith::ConstantOp::create(b, b.getZeroAttr(type)).getResult());
+        scf::YieldOp::create(b, zeros);
+      });
+
+  SmallVector<Value> init(mTiles * nTiles * 4, zero);
+  int64_t stateValues = init.size();
+  init.append(first.getResults().begin(), first.getResults().end());
+  SmallVector<Value> loopResults =
+      e.forLoop(e.idx(0), numChunks, 1, init, [&](Value n, ValueRange carried) {
+        ValueRange h = carried.take_front(stateValues);
+        ChunkLoads cur = unflatten(carried.drop_front(stateValues));
+        // Next chunk's loads first (the last chunk reloads itself).
+        Value nextN = e.add(n, 1);
+        nextN = e.select(e.ult(nextN, numChunks), nextN, n);
+        SmallVector<Value> prefetched = flatten(loadChunk(chunkIdOf(nextN)));
+
+        // Vn = U - W S and the first half of O = Qd S, rows [16w, 16w + 16).
+        SmallVector<Frag4> vn(nTiles, e.zeroFrag()), o(nTiles, e.zeroFrag());
+        for (int64_t ks = 0; ks < kSteps; ++ks) {
+          for (int64_t j = 0; j < nTiles; ++j) {
+            auto bh = e.fragB(hT, zeroIdx, e.idx(8 * j), e.idx(ks * 16), hLd);
+            vn[j] = e.mma(cur.w[ks], bh, vn[j]);
+            o[j] = e.mma(cur.qd[ks], bh, o[j]);
+          }
+        }
+        for (int64_t j = 0; j < nTiles; ++j) {
+          e.forEachAcc(
+              row0, e.idx(8 * j), [&](int64_t n4, Value row, Value col) {
+                Value uv = arith::ExtFOp::create(b, f32, cur.u[4 * j + n4]);
+                e.storeBF16(e.fsub(uv, vn[j][n4]), vnT,
+                            e.add(e.mul(col, vLd), row));
+              });
+        }
+        e.barrier();
+
+        // O += Aqk Vn over the key blocks at or below the diagonal (the
+        // blocks above it are never written: their products are dropped).
+        for (int64_t ks = 0; ks < tSteps; ++ks) {
+          Value below = e.ule(e.idx(ks), warp);
+          for (int64_t j = 0; j < nTiles; ++j) {
+            Frag4 r = e.mma(
+                cur.aqk[ks],
+                e.fragB(vnT, zeroIdx, e.idx(8 * j), e.idx(ks * 16), vLd), o[j]);
+            for (int64_t i = 0; i < 4; ++i)
+              o[j][i] = e.select(below, r[i], o[j][i]);
+          }
+        }
+        for (int64_t j = 0; j < nTiles; ++j) {
+          for (int64_t half = 0; half < 2; ++half) {
+            Value row = e.add(e.add(row0, e.laneGroup), 8 * half);
+            Value t = e.add(e.mul(n, kChunk), row);
+            Value col = e.add(v0, e.add(e.idx(8 * j), e.laneCol));
+            Value lo = o[j][2 * half], hi = o[j][2 * half + 1];
+            e.ifThen(e.ult(t, length), [&] {
+              Value pair = vector::FromElementsOp::create(
+                  b, VectorType::get({2}, f32), ValueRange{lo, hi});
+              vector::StoreOp::create(
+                  b, pair, out, ValueRange{batch, t, head, col},
+                  /*nontemporal=*/false, llvm::MaybeAlign(8));
+            });
+          }
+        }
+
+        // S <- exp(Gamma_last) S + Kd^T Vn.
+        SmallVector<Value> next;
+        for (int64_t mt = 0; mt < mTiles; ++mt) {
+          Value decayLo = cur.egl[2 * mt], decayHi = cur.egl[2 * mt + 1];
+          for (int64_t j = 0; j < nTiles; ++j) {
+            int64_t at = (mt * nTiles + j) * 4;
+            Frag4 c = {e.fmul(h[at], decayLo), e.fmul(h[at + 1], decayLo),
+                       e.fmul(h[at + 2], decayHi), e.fmul(h[at + 3], decayHi)};
+            for (int64_t ks = 0; ks < tSteps; ++ks)
+              c = e.mma(
+                  cur.kdt[mt * tSteps + ks],
+                  e.fragB(vnT, zeroIdx, e.idx(8 * j), e.idx(ks * 16), vLd), c);
+            next.append(c.begin(), c.end());
+          }
+        }
+        // Every warp has read hT (before the barrier above): write S.
+        for (int64_t mt = 0; mt < mTiles; ++mt) {
+          Value sRow0 = e.add(e.mul(warp, stateRows), 16 * mt);
+          for (int64_t j = 0; j < nTiles; ++j) {
+            int64_t at = (mt * nTiles + j) * 4;
+            e.forEachAcc(
+                sRow0, e.idx(8 * j), [&](int64_t n4, Value row, Value col) {
+                  e.storeBF16(next[at + n4], hT, e.add(e.mul(col, hLd), row));
+                });
+          }
+        }
+        e.barrier();
+        next.append(prefetched);
+        return next;
+      });
+  SmallVector<Value> finalState(loopResults.begin(),
+                                loopResults.begin() + stateValues);
+  for (int64_t mt = 0; mt < mTiles; ++mt) {
+    Value sRow0 = e.add(e.mul(warp, stateRows), 16 * mt);
+    for (int64_t j = 0; j < nTiles; ++j) {
+      int64_t at = (mt * nTiles + j) * 4;
+      e.forEachAcc(sRow0, e.idx(8 * j), [&](int64_t n4, Value row, Value col) {
+        Value c = e.add(v0, col);
+        if (plan.keyMajor)
+          e.store(finalState[at + n4], state, {batch, head, row, c});
+        else
+          e.store(finalState[at + n4], state, {batch, head, c, row});
+      });
+    }
+  }
+  gpu::ReturnOp::create(b);
+  return func;
+}
+
+void KDAKernelGenerator::generate() {
+  KDAOp op = plan.op;
+  MLIRContext *ctx = op.getContext();
+  ImplicitLocOpBuilder b(op.getLoc(), op);
+  DeviceEmitter e(b);
+  Type f32 = b.getF32Type(), bf16 = b.getBF16Type();
+
+  auto toBuffer = [&](Value tensor) -> Value {
+    auto type = cast<RankedTensorType>(tensor.getType());
+    auto memType = MemRefType::get(type.getShape(), type.getElementType());
+    return bufferization::ToBufferOp::create(b, memType, tensor,
+                                             /*readOnly=*/true);
+  };
+  Value rawQ = plan.queryNorm ? plan.queryNorm.getInput() : op.getQuery();
+  Value rawK = plan.keyNorm ? plan.keyNorm.getInput() : op.getKey();
+  SmallVector<Value> prepArgs = {toBuffer(rawQ), toBuffer(rawK),
+                                 toBuffer(op.getValue()),
+                                 toBuffer(op.getBeta())};
+  if (plan.gate) {
+    prepArgs.push_back(toBuffer(plan.gate.getRaw()));
+    prepArgs.push_back(toBuffer(plan.gate.getDtBias()));
+    if (plan.gate.getALog())
+      prepArgs.push_back(toBuffer(plan.gate.getALog()));
+  } else {
+    prepArgs.push_back(toBuffer(op.getLogDecay()));
+  }
+
+  Value q = prepArgs[0];
+  Value batch = memref::DimOp::create(b, q, 0);
+  Value length = memref::DimOp::create(b, q, 1);
+  Value heads = memref::DimOp::create(b, q, 2);
+  Value numChunks = e.div(e.add(length, kChunk - 1), kChunk);
+  Value chunks = e.mul(e.mul(batch, heads), numChunks);
+
+  // Device buffers between the two kernels (device allocations lower only
+  // in their asynchronous form: chained on one token, waited for once).
+  Type tokenType = gpu::AsyncTokenType::get(ctx);
+  Value token = gpu::WaitOp::create(b, tokenType, ValueRange()).getAsyncToken();
+  auto deviceBuffer = [&](Value count, Type type) -> Value {
+    auto memType = MemRefType::get({ShapedType::kDynamic}, type);
+    auto alloc = gpu::AllocOp::create(b, memType, tokenType, ValueRange{token},
+                                      ValueRange{count}, ValueRange(),
+                                      /*hostShared=*/false);
+    token = alloc.getAsyncToken();
+    return alloc.getMemref();
+  };
+  Value wBuf = deviceBuffer(e.mul(chunks, kChunk * K()), bf16);
+  Value uBuf = deviceBuffer(e.mul(chunks, kChunk * V()), bf16);
+  Value qdBuf = deviceBuffer(e.mul(chunks, kChunk * K()), bf16);
+  Value kdtBuf = deviceBuffer(e.mul(chunks, kChunk * K()), bf16);
+  Value aqkBuf = deviceBuffer(e.mul(chunks, kChunk * kChunk), bf16);
+  Value eglBuf = deviceBuffer(e.mul(chunks, K()), f32);
+  SmallVector<Value> intermediates = {wBuf,   uBuf,   qdBuf,
+                                      kdtBuf, aqkBuf, eglBuf};
+  gpu::WaitOp::create(b, Type(), ValueRange{token});
+  prepArgs.append(intermediates);
+
+  // Results in host memory (host-shared once the GPU mapping runs).
+  auto outType = cast<RankedTensorType>(op.getOutput().getType());
+  auto stateType = cast<RankedTensorType>(op.getFinalState().getType());
+  auto dynSizes = [&](RankedTensorType type, ValueRange sizes) {
+    SmallVector<Value> dyn;
+    for (int64_t i = 0; i < type.getRank(); ++i)
+      if (type.isDynamicDim(i))
+        dyn.push_back(sizes[i]);
+    return dyn;
+  };
+  Value outBuf = memref::AllocOp::create(
+      b, MemRefType::get(outType.getShape(), f32),
+      dynSizes(outType, {batch, length, heads, e.idx(V())}));
+  Value stateBuf = memref::AllocOp::create(
+      b, MemRefType::get(stateType.getShape(), f32),
+      dynSizes(stateType, {batch, heads, e.idx(0), e.idx(0)}));
+
+  SmallVector<Type> prepTypes, stateTypes;
+  for (Value v : prepArgs)
+    prepTypes.push_back(v.getType());
+  SmallVector<Value> stateArgs(intermediates);
+  stateArgs.push_back(outBuf);
+  stateArgs.push_back(stateBuf);
+  for (Value v : stateArgs)
+    stateTypes.push_back(v.getType());
+  gpu::GPUFuncOp prep = buildPrepKernel(prepTypes);
+  gpu::GPUFuncOp stateKernel = buildStateKernel(stateTypes);
+
+  Value one = e.idx(1), threads = e.idx(kThreads);
+  auto smemSize = [&](int64_t bytes) {
+    return arith::ConstantIntOp::create(b, bytes, 32).getResult();
+  };
+  gpu::LaunchFuncOp::create(b, prep, gpu::KernelDim3{numChunks, heads, batch},
+                            gpu::KernelDim3{threads, one, one},
+                            smemSize(prepSharedBytes()), prepArgs);
+  gpu::LaunchFuncOp::create(
+      b, stateKernel, gpu::KernelDim3{e.idx(V() / valueTile), heads, batch},
+      gpu::KernelDim3{threads, one, one}, smemSize(stateSharedBytes()),
+      stateArgs);
+  // Buffer deallocation frees the intermediates (gpu.alloc results) once
+  // the launches are done.
+
+  Value outTensor = bufferization::ToTensorOp::create(
+      b, outType, outBuf, /*restrict=*/true, /*writable=*/true);
+  Value stateTensor = bufferization::ToTensorOp::create(
+      b, stateType, stateBuf, /*restrict=*/true, /*writable=*/true);
+  op.getOutput().replaceAllUsesWith(outTensor);
+  op.getFinalState().replaceAllUsesWith(stateTensor);
+  (void)ctx;
+}
+
+/// Reads and writes of every memref operand of a launch (what a kernel does
+/// with its arguments is not visible from the host side), and of memory in
+/// general for a launch or a wait.
+template <typename OpTy>
+struct StreamOpMemoryEffects
+    : public MemoryEffectOpInterface::ExternalModel<StreamOpMemoryEffects<OpTy>,
+                                                    OpTy> {
+  void
+  getEffects(Operation *op,
+             SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+                 &effects) const {
+    // A launch or wait is never dead: once lowered (pointer operands), it
+    // still reads and writes memory that no operand names.
+    effects.emplace_back(MemoryEffects::Read::get(),
+                         SideEffects::DefaultResource::get());
+    effects.emplace_back(MemoryEffects::Write::get(),
+                         SideEffects::DefaultResource::get());
+    for (OpOperand &operand : op->getOpOperands()) {
+      if (!isa<BaseMemRefType>(operand.get().getType()))
+        continue;
+      effects.emplace_back(MemoryEffects::Read::get(), &operand,
+                           SideEffects::DefaultResource::get());
+      effects.emplace_back(MemoryEffects::Write::get(), &operand,
+                           SideEffects::DefaultResource::get());
+    }
+  }
+};
+
+struct MoEGenerateKDAKernelsPass
+    : public moe::impl::MoEGenerateKDAKernelsBase<MoEGenerateKDAKernelsPass> {
+  using Base::Base;
+  void runOnOperation() override;
+};
+
+} // namespace
+
+void mlir::moe::registerGPULaunchMemoryEffects(DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *ctx, gpu::GPUDialect *) {
+    gpu::LaunchFuncOp::attachInterface<
+        StreamOpMemoryEffects<gpu::LaunchFuncOp>>(*ctx);
+    gpu::WaitOp::attachInterface<StreamOpMemoryEffects<gpu::WaitOp>>(*ctx);
+  });
+}
+
+void MoEGenerateKDAKernelsPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  MLIRContext *ctx = &getContext();
+  if (diagonal != "auto" && diagonal != "dense" && diagonal != "per-position") {
+    module.emitError() << "unknown diagonal '" << diagonal
+                       << "', expected auto, dense or per-position";
+    return signalPassFailure();
+  }
+  if (valueTile != 8 && valueTile != 16 && valueTile != 32) {
+    module.emitError() << "expects value-tile 8, 16 or 32, got "
+                       << static_cast<int64_t>(valueTile);
+    return signalPassFailure();
+  }
+
+  DecayBounds bounds(module);
+  SmallVector<KDAPlan> plans;
+  module.walk([&](KDAOp op) {
+    auto qType = cast<RankedTensorType>(op.getQuery().getType());
+    auto vType = cast<RankedTensorType>(op.getValue().getType());
+    int64_t keyDim = qType.getDimSize(3), valueDim = vType.getDimSize(3);
+    auto allF32 = llvm::all_of(op->getOperands(), [](Value v) {
+      return cast<RankedTensorType>(v.getType()).getElementType().isF32();
+    });
+    std::string reason;
+    if (keyDim != 64 && keyDim != 128)
+      reason = llvm::formatv("key width {0} is not 64 or 128", keyDim);
+    else if (ShapedType::isDynamic(valueDim) || valueDim % valueTile != 0 ||
+             valueDim % 16 != 0)
+      reason = "the value width is not a static multiple of value-tile and 16";
+    else if (!allF32)
+      reason = "an operand is not f32";
+    else if (op.getInitialState())
+      reason = "an initial state is given";
+    else if (!cast<RankedTensorType>(op.getOutput().getType())
+                  .getElementType()
+                  .isF32())
+      reason = "the output is not f32";
+    if (!reason.empty()) {
+      op.emitRemark() << "kda left to -moe-tile-linear-attention: " << reason;
+      return;
+    }
+    TileSafetyVerdict verdict = bounds.checkTile(
+        op.getLogDecay(), kSub, TileReference::Mid, BFloat16Type::get(ctx));
+    bool dense = diagonal == "dense" || (diagonal == "auto" && verdict.proven);
+    std::string boundText =
+        verdict.lowerBound ? llvm::formatv("{0}", *verdict.lowerBound).str()
+                           : std::string("none");
+    std::string why =
+        diagonal != "auto"
+            ? llvm::formatv("forced by diagonal={0}", diagonal.getValue()).str()
+            : std::string(verdict.proven ? "proven safe" : "not proven");
+    op.emitRemark() << "kda GPU kernels with chunk " << kChunk << ", sub-chunk "
+                    << kSub << ": "
+                    << (dense ? "dense tensor-core diagonal tiles"
+                              : "per-position diagonal tiles")
+                    << ", " << why << " (bound " << boundText
+                    << ", mid reference over " << kSub << " rows: exponent "
+                    << verdict.exponent << " vs limit " << verdict.limit
+                    << " for bf16, margin " << verdict.margin << ")";
+    KDAPlan plan{op,
+                 keyDim,
+                 valueDim,
+                 qType.getDimSize(2),
+                 dense,
+                 op.getScaleOrDefault(),
+                 op.getStateLayout() == StateLayout::KeyMajor,
+                 op.getQuery().getDefiningOp<L2NormOp>(),
+                 op.getKey().getDefiningOp<L2NormOp>(),
+                 op.getLogDecay().getDefiningOp<DecayGateOp>()};
+    if (plan.gate && !cast<RankedTensorType>(plan.gate.getRaw().getType())
+                          .getElementType()
+                          .isF32())
+      plan.gate = {};
+    plans.push_back(plan);
+  });
+  if (plans.empty())
+    return;
+
+  module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                  UnitAttr::get(ctx));
+  OpBuilder builder(ctx);
+  builder.setInsertionPointToEnd(module.getBody());
+  auto gpuModule =
+      gpu::GPUModuleOp::create(builder, module.getLoc(), "moe_kda_kernels");
+  SymbolTable symbols(module);
+  symbols.insert(gpuModule);
+
+  for (auto [n, plan] : llvm::enumerate(plans)) {
+    KDAKernelGenerator generator(plan, valueTile, gpuModule,
+                                 llvm::formatv("kda{0}", n).str());
+    generator.generate();
+    llvm::SetVector<Operation *> producers;
+    for (Operation *producer :
+         {plan.queryNorm.getOperation(), plan.keyNorm.getOperation(),
+          plan.gate.getOperation()})
+      if (producer)
+        producers.insert(producer);
+    plan.op.erase();
+    for (Operation *producer : producers)
+      if (producer->use_empty())
+        producer->erase();
+  }
+}
