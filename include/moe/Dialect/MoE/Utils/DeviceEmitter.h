@@ -1,0 +1,290 @@
+//===- DeviceEmitter.h - Builders for hand-structured GPU kernels -*- C++
+//-*-===//
+//
+// Part of the moe-mlir project.
+//
+// What the kernel generators of the GPU back end share: index and fp32
+// arithmetic, shared and global memory accesses in bf16 pairs, warp
+// reductions, loops whose loads are batched, and tensor-core fragments.
+//
+// Tensor-core tiles use `mma.sync` m16n8k16 with bf16 operands and fp32
+// accumulators (NVVM's op: MLIR 22's nvgpu.mma.sync lowering does not
+// accept bf16). Fragment layouts (PTX ISA, "Matrix fragments for
+// mma.m16n8k16 with floating point type"), with g = lane / 4 and
+// c = 2 * (lane % 4):
+//   A (16x16, row major): (g, c), (g + 8, c), (g, c + 8), (g + 8, c + 8),
+//                         each a pair of adjacent columns in one 32-bit word;
+//   B (16x8):             (k = c, n = g), (k = c + 8, n = g), pairs along k;
+//   C (16x8, fp32):       (g, c), (g, c + 1), (g + 8, c), (g + 8, c + 1).
+// B tiles are kept "n-major" (row n holds column n of B) so that both A and
+// B fragments are 32-bit loads of adjacent elements.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MOE_DIALECT_MOE_UTILS_DEVICEEMITTER_H
+#define MOE_DIALECT_MOE_UTILS_DEVICEEMITTER_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+#include <array>
+#include <numeric>
+
+namespace mlir::moe {
+
+/// The four 32-bit registers of an A fragment, or the four fp32
+/// accumulators of a C fragment.
+using Frag4 = std::array<Value, 4>;
+
+/// Emits device code: index and fp32 arithmetic, shared and global memory
+/// accesses, warp reductions and tensor-core fragments.
+class DeviceEmitter {
+public:
+  explicit DeviceEmitter(ImplicitLocOpBuilder &b) : b(b) {}
+
+  ImplicitLocOpBuilder &b;
+
+  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
+  Value f32(double v) {
+    return arith::ConstantOp::create(b, b.getF32FloatAttr(v));
+  }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, x, y); }
+  Value add(Value x, int64_t y) { return y ? add(x, idx(y)) : x; }
+  Value mul(Value x, int64_t y) {
+    return y == 1 ? x : arith::MulIOp::create(b, x, idx(y)).getResult();
+  }
+  Value mul(Value x, Value y) { return arith::MulIOp::create(b, x, y); }
+  Value div(Value x, int64_t y) { return arith::DivUIOp::create(b, x, idx(y)); }
+  Value rem(Value x, int64_t y) { return arith::RemUIOp::create(b, x, idx(y)); }
+  Value ult(Value x, Value y) {
+    return arith::CmpIOp::create(b, arith::CmpIPredicate::ult, x, y);
+  }
+  Value ule(Value x, Value y) {
+    return arith::CmpIOp::create(b, arith::CmpIPredicate::ule, x, y);
+  }
+  Value eq(Value x, Value y) {
+    return arith::CmpIOp::create(b, arith::CmpIPredicate::eq, x, y);
+  }
+  Value select(Value c, Value x, Value y) {
+    return arith::SelectOp::create(b, c, x, y);
+  }
+
+  Value fadd(Value x, Value y) { return arith::AddFOp::create(b, x, y); }
+  Value fsub(Value x, Value y) { return arith::SubFOp::create(b, x, y); }
+  Value fmul(Value x, Value y) { return arith::MulFOp::create(b, x, y); }
+  Value exp(Value x) { return math::ExpOp::create(b, x); }
+
+  Value load(Value mem, ValueRange indices) {
+    return memref::LoadOp::create(b, mem, indices);
+  }
+  void store(Value v, Value mem, ValueRange indices) {
+    memref::StoreOp::create(b, v, mem, indices);
+  }
+  /// An fp32 value rounded to bf16 and stored at `mem[i]`.
+  void storeBF16(Value v, Value mem, Value i) {
+    store(arith::TruncFOp::create(b, b.getBF16Type(), v), mem, i);
+  }
+  /// The 32-bit word holding the bf16 pair `mem[i], mem[i + 1]` (i even).
+  Value loadPair(Value mem, Value i) {
+    auto pairType = VectorType::get({2}, b.getBF16Type());
+    Value pair =
+        vector::LoadOp::create(b, pairType, mem, ValueRange{i},
+                               /*nontemporal=*/false, llvm::MaybeAlign(4));
+    Value word = vector::BitCastOp::create(
+        b, VectorType::get({1}, b.getI32Type()), pair);
+    return vector::ExtractOp::create(b, word, ArrayRef<int64_t>{0});
+  }
+  /// Two fp32 values packed as a bf16 pair in one 32-bit word.
+  Value packPair(Value lo, Value hi) {
+    Type bf16 = b.getBF16Type();
+    Value pair = vector::FromElementsOp::create(
+        b, VectorType::get({2}, bf16),
+        ValueRange{arith::TruncFOp::create(b, bf16, lo),
+                   arith::TruncFOp::create(b, bf16, hi)});
+    Value word = vector::BitCastOp::create(
+        b, VectorType::get({1}, b.getI32Type()), pair);
+    return vector::ExtractOp::create(b, word, ArrayRef<int64_t>{0});
+  }
+  /// Stores fp32 `lo, hi` as the bf16 pair `mem[i], mem[i + 1]` (i even).
+  void storePairBF16(Value lo, Value hi, Value mem, Value i) {
+    Type bf16 = b.getBF16Type();
+    Value pair = vector::FromElementsOp::create(
+        b, VectorType::get({2}, bf16),
+        ValueRange{arith::TruncFOp::create(b, bf16, lo),
+                   arith::TruncFOp::create(b, bf16, hi)});
+    vector::StoreOp::create(b, pair, mem, ValueRange{i},
+                            /*nontemporal=*/false, llvm::MaybeAlign(4));
+  }
+  /// The two bf16 values `mem[i], mem[i + 1]` as fp32.
+  std::pair<Value, Value> loadPairF32(Value mem, Value i) {
+    auto pairType = VectorType::get({2}, b.getBF16Type());
+    Value pair =
+        vector::LoadOp::create(b, pairType, mem, ValueRange{i},
+                               /*nontemporal=*/false, llvm::MaybeAlign(4));
+    Type f32 = b.getF32Type();
+    Value lo = vector::ExtractOp::create(b, pair, ArrayRef<int64_t>{0});
+    Value hi = vector::ExtractOp::create(b, pair, ArrayRef<int64_t>{1});
+    return {arith::ExtFOp::create(b, f32, lo),
+            arith::ExtFOp::create(b, f32, hi)};
+  }
+
+  /// The sum of `v` over the 32 lanes of the warp.
+  Value warpSum(Value v) {
+    for (int64_t offset : {16, 8, 4, 2, 1}) {
+      auto shuffle = gpu::ShuffleOp::create(
+          b, v, arith::ConstantIntOp::create(b, offset, 32).getResult(),
+          arith::ConstantIntOp::create(b, 32, 32).getResult(),
+          gpu::ShuffleMode::XOR);
+      v = fadd(v, shuffle.getShuffleResult());
+    }
+    return v;
+  }
+
+  void barrier() { gpu::BarrierOp::create(b); }
+
+  /// `acc + A B` on tensor cores: m16n8k16, bf16 operands, fp32 accumulator.
+  Frag4 mma(const Frag4 &a, std::array<Value, 2> bFrag, const Frag4 &acc) {
+    MLIRContext *ctx = b.getContext();
+    Type f32 = b.getF32Type();
+    auto resultType =
+        LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
+    auto op = NVVM::MmaOp::create(
+        b, resultType, ValueRange(a), ValueRange(bFrag), ValueRange(acc),
+        ArrayRef<int64_t>{16, 8, 16}, std::nullopt, std::nullopt,
+        std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16,
+                                      NVVM::MMATypes::bf16},
+        std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                       NVVM::MMALayout::col});
+    Frag4 result;
+    for (int64_t i = 0; i < 4; ++i)
+      result[i] = LLVM::ExtractValueOp::create(b, op.getRes(), i);
+    return result;
+  }
+  Frag4 zeroFrag() {
+    Value z = f32(0.0);
+    return {z, z, z, z};
+  }
+
+  /// The thread index and its warp; sets the lane coordinates.
+  std::pair<Value, Value> threadAndWarp() {
+    Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+    setLane(rem(tid, 32));
+    return {tid, div(tid, 32)};
+  }
+
+  /// The block's dynamic shared memory, as bytes.
+  Value dynamicSharedMemory() {
+    auto space = gpu::AddressSpaceAttr::get(b.getContext(),
+                                            gpu::AddressSpace::Workgroup);
+    return gpu::DynamicSharedMemoryOp::create(
+        b, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                           MemRefLayoutAttrInterface(), space));
+  }
+
+  /// Lane coordinates: g = lane / 4 and c = 2 * (lane % 4).
+  void setLane(Value lane) {
+    laneGroup = div(lane, 4);
+    laneCol = mul(rem(lane, 4), 2);
+  }
+  Value laneGroup, laneCol;
+
+  /// A fragment of the 16x16 bf16 tile at (row0, col0) of a row-major
+  /// matrix with leading dimension `ld` starting at `base` in `mem`.
+  Frag4 fragA(Value mem, Value base, Value row0, Value col0, int64_t ld) {
+    Value r = add(row0, laneGroup), c = add(col0, laneCol);
+    Value at = add(base, add(mul(r, ld), c));
+    return {loadPair(mem, at), loadPair(mem, add(at, 8 * ld)),
+            loadPair(mem, add(at, 8)), loadPair(mem, add(at, 8 * ld + 8))};
+  }
+  /// A fragment from an fp32 row-major matrix, rounded to bf16.
+  Frag4 fragAFromF32(Value mem, Value row0, Value col0, int64_t ld) {
+    Value r = add(row0, laneGroup), c = add(col0, laneCol);
+    Value at = add(mul(r, ld), c);
+    auto pairAt = [&](Value i) {
+      return packPair(load(mem, i), load(mem, add(i, 1)));
+    };
+    return {pairAt(at), pairAt(add(at, 8 * ld)), pairAt(add(at, 8)),
+            pairAt(add(at, 8 * ld + 8))};
+  }
+  /// A B fragment (16 rows k, 8 columns n) from an n-major tile: column n
+  /// of B is row (n0 + n) of `mem`, starting at element k0.
+  std::array<Value, 2> fragB(Value mem, Value base, Value n0, Value k0,
+                             int64_t ld) {
+    Value at = add(base, add(mul(add(n0, laneGroup), ld), add(k0, laneCol)));
+    return {loadPair(mem, at), loadPair(mem, add(at, 8))};
+  }
+  /// Calls f(e, row, col) for the four accumulator entries of a 16x8 tile
+  /// at (row0, col0).
+  template <typename F>
+  void forEachAcc(Value row0, Value col0, F f) {
+    Value r = add(row0, laneGroup), c = add(col0, laneCol);
+    f(0, r, c);
+    f(1, r, add(c, 1));
+    f(2, add(r, 8), c);
+    f(3, add(r, 8), add(c, 1));
+  }
+
+  /// scf.for over [lb, ub) with `step`; the body gets the induction
+  /// variable and the iteration values and returns the next ones.
+  SmallVector<Value>
+  forLoop(Value lb, Value ub, int64_t step, ValueRange init,
+          function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+    auto loop = scf::ForOp::create(
+        b, lb, ub, idx(step), init,
+        [&](OpBuilder &nested, Location loc, Value iv, ValueRange args) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(nested.getInsertionBlock(),
+                              nested.getInsertionPoint());
+          SmallVector<Value> next = body(iv, args);
+          scf::YieldOp::create(b, next);
+        });
+    return SmallVector<Value>(loop.getResults());
+  }
+  void forLoop(Value lb, Value ub, int64_t step,
+               function_ref<void(Value)> body) {
+    forLoop(lb, ub, step, ValueRange{}, [&](Value iv, ValueRange) {
+      body(iv);
+      return SmallVector<Value>{};
+    });
+  }
+  /// `count` iterations as an scf.for over groups of `unroll`: `load(i)`
+  /// runs for every iteration of a group before any `use(i, loaded)`, so
+  /// that a group's global loads are in flight together rather than one
+  /// latency per iteration.
+  void forBatched(int64_t count, int64_t unroll,
+                  function_ref<SmallVector<Value>(Value)> load,
+                  function_ref<void(Value, ArrayRef<Value>)> use) {
+    unroll = std::gcd(unroll, count);
+    forLoop(idx(0), idx(count), unroll, [&](Value base) {
+      SmallVector<Value> ivs;
+      SmallVector<SmallVector<Value>> loaded;
+      for (int64_t u = 0; u < unroll; ++u) {
+        ivs.push_back(add(base, u));
+        loaded.push_back(load(ivs.back()));
+      }
+      for (int64_t u = 0; u < unroll; ++u)
+        use(ivs[u], loaded[u]);
+    });
+  }
+
+  void ifThen(Value cond, function_ref<void()> body) {
+    scf::IfOp::create(b, cond, [&](OpBuilder &nested, Location loc) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(nested.getInsertionBlock(),
+                          nested.getInsertionPoint());
+      body();
+      scf::YieldOp::create(b);
+    });
+  }
+};
+
+} // namespace mlir::moe
+
+#endif // MOE_DIALECT_MOE_UTILS_DEVICEEMITTER_H
