@@ -5,7 +5,8 @@
 # MLIR 22 is here, not on the GPU machine: this lowers @mla_attention_forward
 # at the real model's shapes (H = 32, d_qk = 192, d_v = 128; batch and length
 # dynamic) with moe-lower-to-nvvm into host code plus embedded sm_90 PTX, and
-# compiles the host code to bench/mla/out/mla_attention_forward.o.
+# compiles the host code to bench/mla/out/mla_attention_forward.o (and the
+# variants below).
 # bench/mla/run.sh links it on the GPU machine. The kernel is
 # examples/kernels/mla.mlir with its shapes rewritten (4 -> 32 heads,
 # 96 -> 192, 64 -> 128), so the benchmark runs exactly the example's code;
@@ -24,4 +25,12 @@ if grep -q 'x4x' "$out/mla_h32_qk192_v128.mlir"; then
   grep -n 'x4x' "$out/mla_h32_qk192_v128.mlir" >&2
   exit 1
 fi
+# The generated tensor-core kernel (-moe-generate-attention-kernels) with the
+# pipeline's defaults (64 query rows per block, K and V converted to bf16
+# once), and variants mla_attention_forward_<name>.o that run.sh also links.
 moe_bench_compile "$out/mla_h32_qk192_v128.mlir" "$out/mla_attention_forward.o"
+moe_bench_compile "$out/mla_h32_qk192_v128.mlir" "$out/mla_attention_forward_qt128.o" \
+  "attention-query-tile=128"
+moe_bench_compile "$out/mla_h32_qk192_v128.mlir" \
+  "$out/mla_attention_forward_qt128_perblock.o" \
+  "attention-query-tile=128 attention-convert-once=false"

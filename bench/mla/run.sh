@@ -5,9 +5,9 @@
 # Needs bench/mla/out/mla_attention_forward.o from bench/mla/compile.sh (run
 # where MLIR 22 is installed). Builds moert's MLIR adapter with the machine's
 # compiler, links the kernel into a shared library and runs
-# bench/mla/bench.py, which checks our kernel (small T only: the GPU path is
-# v0, one thread per block) and PyTorch SDPA against a float64 reference and
-# times SDPA at the real shapes against the bf16 GEMM ceiling.
+# bench/mla/bench.py, which checks our tensor-core kernel (both query tiles)
+# and PyTorch SDPA against a float64 reference and times them at the real
+# shapes against the bf16 GEMM ceiling measured in the same run.
 # Usage: bench/mla/run.sh [OUTDIR] [bench.py options]
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
@@ -17,5 +17,12 @@ shift || true
 lib=$root/bench/mla/out
 mkdir -p "$out"
 moe_bench_link "$lib/mla_attention_forward.o" "$lib/libmla_attention_forward.so"
+alt=()
+for object in "$lib"/mla_attention_forward_*.o; do
+  [[ -f $object ]] || continue
+  name=$(basename "$object" .o)
+  moe_bench_link "$object" "$lib/lib$name.so"
+  alt+=(--lib-alt "ours_${name#mla_attention_forward_}=$lib/lib$name.so")
+done
 python3 "$root/bench/mla/bench.py" --lib "$lib/libmla_attention_forward.so" \
-  --adapter "$lib/libmoert_mlir.so" --out "$out" "$@"
+  "${alt[@]}" --adapter "$lib/libmoert_mlir.so" --out "$out" "$@"

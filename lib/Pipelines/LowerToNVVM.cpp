@@ -28,13 +28,18 @@ using namespace mlir;
 
 void mlir::moe::buildLowerToNVVMPipeline(OpPassManager &pm,
                                          const LowerToNVVMOptions &options) {
-  // 1. moe -> upstream tensor IR as for the CPU, except that KDA ops the
-  // kernel generator handles become tensor-core kernels first.
+  // 1. moe -> upstream tensor IR as for the CPU, except that KDA and
+  // attention ops the kernel generators handle become tensor-core kernels
+  // first.
   addMoEToUpstreamPasses(pm, [&](OpPassManager &nested) {
     MoEGenerateKDAKernelsOptions kdaOptions;
     kdaOptions.diagonal = options.kdaDiagonal;
     kdaOptions.valueTile = options.kdaValueTile;
     nested.addPass(createMoEGenerateKDAKernels(kdaOptions));
+    MoEGenerateAttentionKernelsOptions attentionOptions;
+    attentionOptions.queryTile = options.attentionQueryTile;
+    attentionOptions.convertOnce = options.attentionConvertOnce;
+    nested.addPass(createMoEGenerateAttentionKernels(attentionOptions));
   });
   if (options.emitCInterface)
     pm.addNestedPass<func::FuncOp>(LLVM::createLLVMRequestCWrappersPass());

@@ -58,6 +58,16 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
       *this, "kda-value-tile",
       llvm::cl::desc("State columns per block of the KDA state kernel"),
       llvm::cl::init(16)};
+  PassOptions::Option<int64_t> attentionQueryTile{
+      *this, "attention-query-tile",
+      llvm::cl::desc("Query rows per block of the generated attention "
+                     "kernel (64 or 128)"),
+      llvm::cl::init(64)};
+  PassOptions::Option<bool> attentionConvertOnce{
+      *this, "attention-convert-once",
+      llvm::cl::desc("Convert K and V to bf16 once in a prep kernel before "
+                     "the generated attention kernel"),
+      llvm::cl::init(true)};
 };
 
 /// Adds the passes that lower moe-specific ops to upstream tensor-level IR

@@ -164,6 +164,80 @@ def MoEGenerateKDAKernels : Pass<"moe-generate-kda-kernels", "::mlir::ModuleOp">
     "::mlir::math::MathDialect",
     "::mlir::memref::MemRefDialect",
     "::mlir::NVVM::NVVMDialect",
+    "::mlir::nvgpu::NVGPUDialect",
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect"
+  ];
+}
+
+def MoEGenerateAttentionKernels
+    : Pass<"moe-generate-attention-kernels", "::mlir::ModuleOp"> {
+  let summary = "Generate a tensor-core flash-attention GPU kernel for moe.mla_attention";
+  let description = [{
+    The GPU back end's kernel generator for `moe.mla_attention`
+    (DESIGN.md, "a kernel generator that builds the gpu.func from the op's
+    attributes"). Each eligible op becomes one kernel in the `gpu.module`
+    `moe_attention_kernels` and its `gpu.launch_func`, between
+    `bufferization.to_buffer` of the operands and `bufferization.to_tensor`
+    of the results: the causal FlashAttention-2 forward of ALGORITHMS.md
+    section 3.2.
+
+    * One block of four warps (128 threads) per (query tile of
+      `query-tile` rows, head, batch); the last query tiles (which see the
+      most keys) are scheduled first. Warp `w` owns `query-tile / 4` query
+      rows, as 16-row `mma.sync` fragments.
+    * The query tile is staged once in shared memory as bf16, scaled by
+      `scale * log2(e)` (so that `exp2` gives the natural-base softmax).
+    * With `convert-once` (the default), a prep kernel `<name>_convert`
+      (one block per key tile, head and batch) first writes K and `V^T` as
+      bf16 to device buffers (`gpu.alloc`), padded to whole key tiles with
+      zeros; the forward kernel then stages them with 16-byte copies.
+    * For every key tile of 64 keys up to the diagonal, the block stages K
+      (64 x D_qk, row-major: the n-major B operand of `S = Q K^T`) and
+      `V^T` (D_v x 64, transposed while staging: the n-major B operand of
+      `O += P V`) in shared memory as bf16, with rows padded by 8 elements
+      against bank conflicts and the fp32 global loads batched.
+    * `S` on tensor cores (`mma.sync` m16n8k16, bf16 operands, fp32
+      accumulators); the causal mask (a select of `-inf`) only on the
+      `query-tile / 64` diagonal tiles; the running row max `m` and row sum
+      `l` in fp32 (row max reduced across the four lanes of a row by
+      shuffles; `l` kept per lane and reduced once at the end);
+      `P = exp2(S - m)` rounded to bf16 and re-packed from accumulator
+      fragments into A fragments in registers; the `O` accumulators
+      rescaled by `exp2(m_old - m_new)`; `O += P V` on tensor cores.
+    * The epilogue writes `O / l`, times `sigmoid(gate)` when the op has a
+      gate, in fp32, and `lse = ln(2) m + ln(l)` when the op's `lse` result
+      has a use.
+
+    Batch, length and heads may be dynamic; rows past the sequence read as
+    zero and are not written. An op that the generator does not handle
+    (a width that is not a static multiple of 16 up to 256, a non-f32
+    operand or output) is left to `-moe-tile-attention` with a remark that
+    says why; every handled op gets a remark with the kernel's shape.
+  }];
+  let options = [
+    Option<"queryTile", "query-tile", "int64_t", "64",
+           "Query rows per block: 64 (16 rows per warp) or 128 (32 rows per "
+           "warp, each K and V fragment used twice)">,
+    Option<"convertOnce", "convert-once", "bool", "true",
+           "Convert K and V to bf16 once, in a prep kernel that writes K "
+           "[B, H, Tp, D_qk] and V^T [B, H, D_v, Tp] to device buffers "
+           "(Tp: T rounded up to key tiles), so that the forward kernel "
+           "stages them with 16-byte copies; otherwise every block converts "
+           "the fp32 K and V tiles it reads">
+  ];
+  let statistics = [
+    Statistic<"numGenerated", "num-generated",
+              "Number of moe.mla_attention ops replaced by a GPU kernel">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::NVVM::NVVMDialect",
     "::mlir::LLVM::LLVMDialect",
     "::mlir::scf::SCFDialect",
     "::mlir::vector::VectorDialect"

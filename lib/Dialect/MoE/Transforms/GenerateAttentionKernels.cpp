@@ -1,0 +1,649 @@
+//===- GenerateAttentionKernels.cpp - Tensor-core flash attention ---------===//
+//
+// Part of the moe-mlir project.
+//
+// Implements -moe-generate-attention-kernels, the GPU back end's kernel
+// generator for `moe.mla_attention`: a FlashAttention-2 style causal forward
+// (ALGORITHMS.md section 3.2) built as one `gpu.func` from the op's shapes,
+// and the op replaced by its launch. One block of four warps per (query
+// tile, head, batch); each warp owns `query-tile / 4` query rows. Tile
+// products use `mma.sync` m16n8k16 with bf16 operands and fp32
+// accumulators; the online softmax (row max, row sum, rescaling), the
+// division by the row sum, the sigmoid gate and the log-sum-exp are fp32.
+//
+// The tensor-core fragment helpers are in DeviceEmitter.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "moe/Dialect/MoE/Transforms/Passes.h"
+#include "moe/Dialect/MoE/Utils/DeviceEmitter.h"
+#include "moe/Dialect/MoE/Utils/TensorBuilder.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+
+namespace mlir::moe {
+#define GEN_PASS_DEF_MOEGENERATEATTENTIONKERNELS
+#include "moe/Dialect/MoE/Transforms/Passes.h.inc"
+} // namespace mlir::moe
+
+using namespace mlir;
+using namespace mlir::moe;
+
+namespace {
+
+/// Keys per key tile.
+constexpr int64_t kKeyTile = 64;
+/// Threads per block (four warps).
+constexpr int64_t kThreads = 128;
+constexpr int64_t kWarps = kThreads / 32;
+/// Padding (in bf16 elements) of shared-memory rows: with rows of `D + 8`
+/// elements (D a multiple of 16) consecutive rows are 4 (2a + 1) words apart,
+/// so the eight row groups of a fragment load fall into distinct banks.
+constexpr int64_t kPad = 8;
+/// Global loads in flight per thread while staging a tile.
+constexpr int64_t kUnroll = 8;
+
+/// What the generator knows about one mla_attention op.
+struct AttentionPlan {
+  MLAAttentionOp op;
+  int64_t qkDim, valueDim;
+  double scale;
+  bool hasGate;
+  bool writeLse;
+  /// K and V are converted to bf16 once by a prep kernel (V transposed)
+  /// rather than in every block that reads them.
+  bool convertOnce;
+};
+
+/// Builds the kernel and the launch of one plan.
+class AttentionKernelGenerator {
+public:
+  AttentionKernelGenerator(AttentionPlan plan, int64_t queryTile,
+                           gpu::GPUModuleOp module, StringRef name)
+      : plan(plan), queryTile(queryTile), module(module), name(name) {}
+
+  void generate();
+
+private:
+  int64_t DQK() const { return plan.qkDim; }
+  int64_t DV() const { return plan.valueDim; }
+  int64_t qkLd() const { return DQK() + kPad; }
+  int64_t vLd() const { return kKeyTile + kPad; }
+  /// Query rows per warp, and their 16-row fragments.
+  int64_t warpRows() const { return queryTile / kWarps; }
+  int64_t mTiles() const { return warpRows() / 16; }
+  // Shared memory (bf16): Q [queryTile, DQK], K [64, DQK], V^T [DV, 64].
+  int64_t qElems() const { return queryTile * qkLd(); }
+  int64_t kElems() const { return kKeyTile * qkLd(); }
+  int64_t vElems() const { return DV() * vLd(); }
+  int64_t sharedBytes() const { return (qElems() + kElems() + vElems()) * 2; }
+
+  /// The forward kernel, or (convert) the prep kernel that writes K and
+  /// V^T as bf16 in key tiles.
+  gpu::GPUFuncOp buildKernel(TypeRange argTypes, bool convert);
+
+  AttentionPlan plan;
+  int64_t queryTile;
+  gpu::GPUModuleOp module;
+  std::string name;
+};
+
+/// Argument order of the forward kernel: q, k, v, [gate], out, [lse], where
+/// k and v are the bf16 copies (K, V^T) with convertOnce; of the prep
+/// kernel: k, v, the bf16 K and the bf16 V^T.
+gpu::GPUFuncOp AttentionKernelGenerator::buildKernel(TypeRange argTypes,
+                                                     bool convert) {
+  MLIRContext *ctx = module.getContext();
+  OpBuilder top(ctx);
+  top.setInsertionPointToEnd(module.getBody());
+  auto func = gpu::GPUFuncOp::create(top, plan.op.getLoc(),
+                                     convert ? name + "_convert" : name,
+                                     FunctionType::get(ctx, argTypes, {}));
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), UnitAttr::get(ctx));
+  func.setKnownBlockSizeAttr(
+      DenseI32ArrayAttr::get(ctx, {static_cast<int32_t>(kThreads), 1, 1}));
+
+  ImplicitLocOpBuilder b = ImplicitLocOpBuilder::atBlockBegin(
+      plan.op.getLoc(), &func.getBody().front());
+  DeviceEmitter e(b);
+  Type f32 = b.getF32Type(), bf16 = b.getBF16Type();
+  auto args = func.getArguments();
+  unsigned next = 0;
+  Value q = convert ? Value() : args[next++];
+  Value k = args[next++], v = args[next++];
+  Value kb, vtb, gate, out, lse;
+  if (convert) {
+    kb = args[next++];
+    vtb = args[next++];
+  } else {
+    gate = plan.hasGate ? args[next++] : Value();
+    out = args[next++];
+    lse = plan.writeLse ? args[next++] : Value();
+  }
+
+  auto [tid, warp] = e.threadAndWarp();
+  // The longest query tiles (the last ones: they see the most keys) are
+  // scheduled first.
+  Value numQTiles = gpu::GridDimOp::create(b, gpu::Dimension::x);
+  Value blockX = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+  Value qTile = arith::SubIOp::create(
+      b, arith::SubIOp::create(b, numQTiles, blockX), e.idx(1));
+  Value head = gpu::BlockIdOp::create(b, gpu::Dimension::y);
+  Value batch = gpu::BlockIdOp::create(b, gpu::Dimension::z);
+  Value length = memref::DimOp::create(b, args[0], 1);
+  Value numHeads = memref::DimOp::create(b, args[0], 2);
+  Value q0 = e.mul(qTile, queryTile);
+  // The bf16 copies: [B, H, Tp, DQK] and [B, H, DV, Tp], Tp = T rounded up
+  // to whole key tiles (padded keys are zero).
+  Value paddedLength =
+      e.mul(e.div(e.add(length, kKeyTile - 1), kKeyTile), kKeyTile);
+  Value batchHead = e.add(e.mul(batch, numHeads), head);
+
+  // Shared memory.
+  Value smem = convert ? Value() : e.dynamicSharedMemory();
+  auto space = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  auto view = [&](int64_t offsetElems, int64_t count) -> Value {
+    auto type =
+        MemRefType::get({count}, bf16, MemRefLayoutAttrInterface(), space);
+    return memref::ViewOp::create(b, type, smem, e.idx(offsetElems * 2),
+                                  ValueRange{});
+  };
+  Value qS, kS, vT;
+  if (!convert) {
+    qS = view(0, qElems());
+    kS = view(qElems(), kElems());
+    vT = view(qElems() + kElems(), vElems());
+  }
+
+  Value zero = e.f32(0.0);
+  auto vec4 = VectorType::get({4}, f32);
+  // Four consecutive fp32 values of a [B, T, H, D] operand at row t (rows
+  // past the sequence read row 0 and are zeroed by `masked`).
+  auto load4 = [&](Value mem, Value t, Value d) -> Value {
+    Value row = e.select(e.ult(t, length), t, e.idx(0));
+    return vector::LoadOp::create(b, vec4, mem, ValueRange{batch, row, head, d},
+                                  /*nontemporal=*/false, llvm::MaybeAlign(16));
+  };
+  auto masked = [&](Value t, Value x4) -> Value {
+    Value zeros = arith::ConstantOp::create(
+        b, vec4, DenseElementsAttr::get(vec4, b.getF32FloatAttr(0.0)));
+    return e.select(e.ult(t, length), x4, zeros);
+  };
+  auto element = [&](Value x4, int64_t i) -> Value {
+    return vector::ExtractOp::create(b, x4, ArrayRef<int64_t>{i});
+  };
+  // Stores four fp32 values (times `factor`) as bf16 at mem[at .. at + 3].
+  auto store4 = [&](Value x4, Value factor, Value mem, Value at) {
+    SmallVector<Value> lanes;
+    for (int64_t i = 0; i < 4; ++i) {
+      Value x = element(x4, i);
+      if (factor)
+        x = e.fmul(x, factor);
+      lanes.push_back(arith::TruncFOp::create(b, bf16, x));
+    }
+    Value packed =
+        vector::FromElementsOp::create(b, VectorType::get({4}, bf16), lanes);
+    vector::StoreOp::create(b, packed, mem, ValueRange{at},
+                            /*nontemporal=*/false, llvm::MaybeAlign(8));
+  };
+
+  // Stages `rows` rows of a [B, T, H, DQK] operand from row t0 as bf16,
+  // row-major with leading dimension qkLd(): consecutive threads read
+  // consecutive float4s of a row.
+  auto stageRows = [&](Value mem, Value t0, int64_t rows, Value dst,
+                       Value dstBase, Value dstLd, Value factor) {
+    int64_t perRow = DQK() / 4;
+    auto coords = [&](Value i) {
+      Value el = e.add(tid, e.mul(i, kThreads));
+      return std::make_pair(e.div(el, perRow), e.mul(e.rem(el, perRow), 4));
+    };
+    e.forBatched(
+        rows * perRow / kThreads, kUnroll,
+        [&](Value i) -> SmallVector<Value> {
+          auto [r, d] = coords(i);
+          return {load4(mem, e.add(t0, r), d)};
+        },
+        [&](Value i, ArrayRef<Value> in) {
+          auto [r, d] = coords(i);
+          store4(masked(e.add(t0, r), in[0]), factor, dst,
+                 e.add(dstBase, e.add(e.mul(r, dstLd), d)));
+        });
+  };
+  // Stages V^T of the key tile at t0: thread (key pair p, channel group d4)
+  // reads the float4s of keys 2p and 2p + 1 and writes, for each of the four
+  // channels, the bf16 pair (2p, 2p + 1) into row `channel` of V^T. The 32
+  // lanes of a warp take 32 key pairs of one channel group, so that their
+  // 32-bit stores fall into distinct banks.
+  auto stageValueT = [&](Value t0, Value dst, Value dstBase, Value dstLd) {
+    auto coords = [&](Value i) {
+      Value el = e.add(tid, e.mul(i, kThreads));
+      return std::make_pair(e.mul(e.rem(el, kKeyTile / 2), 2),
+                            e.mul(e.div(el, kKeyTile / 2), 4));
+    };
+    e.forBatched(
+        kKeyTile / 2 * DV() / 4 / kThreads, kUnroll / 2,
+        [&](Value i) -> SmallVector<Value> {
+          auto [t, d] = coords(i);
+          return {load4(v, e.add(t0, t), d),
+                  load4(v, e.add(t0, e.add(t, 1)), d)};
+        },
+        [&](Value i, ArrayRef<Value> in) {
+          auto [t, d] = coords(i);
+          Value lo = masked(e.add(t0, t), in[0]);
+          Value hi = masked(e.add(t0, e.add(t, 1)), in[1]);
+          for (int64_t c = 0; c < 4; ++c)
+            e.storePairBF16(
+                element(lo, c), element(hi, c), dst,
+                e.add(dstBase, e.add(e.mul(e.add(d, c), dstLd), t)));
+        });
+  };
+
+  if (convert) {
+    // Key tile blockIdx.x (in launch order) of K and V^T.
+    Value t0 = e.mul(blockX, kKeyTile);
+    stageRows(k, t0, kKeyTile, kb,
+              e.mul(e.add(e.mul(batchHead, paddedLength), t0), DQK()),
+              e.idx(DQK()), Value());
+    stageValueT(t0, vtb, e.add(e.mul(e.mul(batchHead, DV()), paddedLength), t0),
+                paddedLength);
+    gpu::ReturnOp::create(b);
+    return func;
+  }
+
+  // Copies a [rows, cols] bf16 tile at `srcBase` (leading dimension
+  // `srcLd`) of a bf16 copy into shared memory (leading dimension dstLd),
+  // 16 bytes per access.
+  auto vec8 = VectorType::get({8}, bf16);
+  auto copyTile = [&](Value src, Value srcBase, Value srcLd, int64_t rows,
+                      int64_t cols, Value dst, int64_t dstLd) {
+    int64_t perRow = cols / 8;
+    auto coords = [&](Value i) {
+      Value el = e.add(tid, e.mul(i, kThreads));
+      return std::make_pair(e.div(el, perRow), e.mul(e.rem(el, perRow), 8));
+    };
+    e.forBatched(
+        rows * perRow / kThreads, kUnroll,
+        [&](Value i) -> SmallVector<Value> {
+          auto [r, c] = coords(i);
+          return {vector::LoadOp::create(
+              b, vec8, src,
+              ValueRange{e.add(srcBase, e.add(e.mul(r, srcLd), c))},
+              /*nontemporal=*/false, llvm::MaybeAlign(16))};
+        },
+        [&](Value i, ArrayRef<Value> in) {
+          auto [r, c] = coords(i);
+          vector::StoreOp::create(b, in[0], dst,
+                                  ValueRange{e.add(e.mul(r, dstLd), c)},
+                                  /*nontemporal=*/false, llvm::MaybeAlign(16));
+        });
+  };
+
+  // Q, scaled by scale * log2(e) so that exp2 gives the natural softmax.
+  const double log2e = 1.4426950408889634;
+  stageRows(q, q0, queryTile, qS, e.idx(0), e.idx(qkLd()),
+            e.f32(plan.scale * log2e));
+
+  // Per lane: the running max m and partial row sum l of rows g and g + 8
+  // of each 16-row fragment, and the output accumulators.
+  int64_t mt = mTiles(), nS = kKeyTile / 8, nO = DV() / 8;
+  int64_t kSteps = DQK() / 16, pSteps = kKeyTile / 16;
+  Value rowBase = e.mul(warp, warpRows());
+  Value negInf = e.f32(-INFINITY);
+  SmallVector<Value> init;
+  for (int64_t i = 0; i < 2 * mt; ++i)
+    init.push_back(negInf); // m
+  for (int64_t i = 0; i < 2 * mt; ++i)
+    init.push_back(zero); // l
+  for (int64_t i = 0; i < mt * nO * 4; ++i)
+    init.push_back(zero); // O
+  auto mAt = [&](int64_t m, int64_t half) { return 2 * m + half; };
+  auto oAt = [&](int64_t m, int64_t n) { return 4 * mt + (m * nO + n) * 4; };
+
+  auto rowReduce = [&](Value x, bool isMax) {
+    for (int64_t offset : {1, 2}) {
+      auto shuffle = gpu::ShuffleOp::create(
+          b, x, arith::ConstantIntOp::create(b, offset, 32).getResult(),
+          arith::ConstantIntOp::create(b, 32, 32).getResult(),
+          gpu::ShuffleMode::XOR);
+      Value y = shuffle.getShuffleResult();
+      x = isMax ? arith::MaximumFOp::create(b, x, y).getResult() : e.fadd(x, y);
+    }
+    return x;
+  };
+
+  // One key tile: stage K and V^T, S = Q K^T, the online softmax, O += P V.
+  auto step = [&](Value kt, ValueRange carried,
+                  bool diagonal) -> SmallVector<Value> {
+    SmallVector<Value> state(carried);
+    Value t0 = e.mul(kt, kKeyTile);
+    e.barrier(); // every warp is done with the previous tile
+    if (plan.convertOnce) {
+      copyTile(k, e.mul(e.add(e.mul(batchHead, paddedLength), t0), DQK()),
+               e.idx(DQK()), kKeyTile, DQK(), kS, qkLd());
+      copyTile(v, e.add(e.mul(e.mul(batchHead, DV()), paddedLength), t0),
+               paddedLength, DV(), kKeyTile, vT, vLd());
+    } else {
+      stageRows(k, t0, kKeyTile, kS, e.idx(0), e.idx(qkLd()), Value());
+      stageValueT(t0, vT, e.idx(0), e.idx(vLd()));
+    }
+    e.barrier();
+
+    // S = Q K^T, rows [rowBase + 16 m, +16) by the 64 keys.
+    SmallVector<Frag4> s(mt * nS, e.zeroFrag());
+    for (int64_t ks = 0; ks < kSteps; ++ks) {
+      SmallVector<Frag4> a;
+      for (int64_t m = 0; m < mt; ++m)
+        a.push_back(e.fragA(qS, e.idx(0), e.add(rowBase, 16 * m),
+                            e.idx(16 * ks), qkLd()));
+      for (int64_t j = 0; j < nS; ++j) {
+        auto bFrag =
+            e.fragB(kS, e.idx(0), e.idx(8 * j), e.idx(16 * ks), qkLd());
+        for (int64_t m = 0; m < mt; ++m)
+          s[m * nS + j] = e.mma(a[m], bFrag, s[m * nS + j]);
+      }
+    }
+    if (diagonal) {
+      // Keep key t0 + col for query q0 + row when key <= query.
+      for (int64_t m = 0; m < mt; ++m)
+        for (int64_t j = 0; j < nS; ++j)
+          e.forEachAcc(e.add(rowBase, 16 * m), e.idx(8 * j),
+                       [&](int64_t n4, Value row, Value col) {
+                         Value keep = e.ule(e.add(t0, col), e.add(q0, row));
+                         Value &x = s[m * nS + j][n4];
+                         x = e.select(keep, x, negInf);
+                       });
+    }
+
+    // Online softmax per row; P as A fragments of the P V product.
+    for (int64_t m = 0; m < mt; ++m) {
+      Value scaleRow[2];
+      for (int64_t half = 0; half < 2; ++half) {
+        Value mx = negInf;
+        for (int64_t j = 0; j < nS; ++j)
+          for (int64_t c = 0; c < 2; ++c)
+            mx = arith::MaximumFOp::create(b, mx, s[m * nS + j][2 * half + c]);
+        mx = rowReduce(mx, /*isMax=*/true);
+        Value mOld = state[mAt(m, half)];
+        Value mNew = arith::MaximumFOp::create(b, mOld, mx);
+        scaleRow[half] = math::Exp2Op::create(b, e.fsub(mOld, mNew));
+        Value sum = zero;
+        for (int64_t j = 0; j < nS; ++j)
+          for (int64_t c = 0; c < 2; ++c) {
+            Value &x = s[m * nS + j][2 * half + c];
+            x = math::Exp2Op::create(b, e.fsub(x, mNew));
+            sum = e.fadd(sum, x);
+          }
+        state[mAt(m, half)] = mNew;
+        Value &l = state[2 * mt + mAt(m, half)];
+        l = e.fadd(e.fmul(l, scaleRow[half]), sum);
+      }
+      for (int64_t n = 0; n < nO; ++n)
+        for (int64_t i = 0; i < 4; ++i) {
+          Value &o = state[oAt(m, n) + i];
+          o = e.fmul(o, scaleRow[i / 2]);
+        }
+    }
+    for (int64_t ps = 0; ps < pSteps; ++ps) {
+      SmallVector<Frag4> pa;
+      for (int64_t m = 0; m < mt; ++m) {
+        const Frag4 &lo = s[m * nS + 2 * ps], &hi = s[m * nS + 2 * ps + 1];
+        pa.push_back({e.packPair(lo[0], lo[1]), e.packPair(lo[2], lo[3]),
+                      e.packPair(hi[0], hi[1]), e.packPair(hi[2], hi[3])});
+      }
+      for (int64_t n = 0; n < nO; ++n) {
+        auto bFrag = e.fragB(vT, e.idx(0), e.idx(8 * n), e.idx(16 * ps), vLd());
+        for (int64_t m = 0; m < mt; ++m) {
+          int64_t at = oAt(m, n);
+          Frag4 acc = {state[at], state[at + 1], state[at + 2], state[at + 3]};
+          acc = e.mma(pa[m], bFrag, acc);
+          for (int64_t i = 0; i < 4; ++i)
+            state[at + i] = acc[i];
+        }
+      }
+    }
+    return state;
+  };
+
+  // Key tiles entirely before the query tile need no mask; the diagonal
+  // ones (queryTile / 64 of them) do. Tiles after the query tile are never
+  // visited.
+  Value firstDiagonal = e.div(q0, kKeyTile);
+  SmallVector<Value> state = e.forLoop(
+      e.idx(0), firstDiagonal, 1, init,
+      [&](Value kt, ValueRange carried) { return step(kt, carried, false); });
+  state = e.forLoop(
+      firstDiagonal, e.add(firstDiagonal, queryTile / kKeyTile), 1, state,
+      [&](Value kt, ValueRange carried) { return step(kt, carried, true); });
+
+  // Epilogue: O / l times sigmoid(gate), and lse = ln(2) m + ln(l).
+  for (int64_t m = 0; m < mt; ++m) {
+    for (int64_t half = 0; half < 2; ++half) {
+      Value rowInTile =
+          e.add(e.add(rowBase, 16 * m), e.add(e.laneGroup, 8 * half));
+      Value t = e.add(q0, rowInTile);
+      Value l = rowReduce(state[2 * mt + mAt(m, half)], /*isMax=*/false);
+      Value inv = arith::DivFOp::create(b, e.f32(1.0), l);
+      e.ifThen(e.ult(t, length), [&] {
+        auto vec2 = VectorType::get({2}, f32);
+        for (int64_t n = 0; n < nO; ++n) {
+          Value col = e.add(e.idx(8 * n), e.laneCol);
+          int64_t at = oAt(m, n) + 2 * half;
+          Value lo = e.fmul(state[at], inv), hi = e.fmul(state[at + 1], inv);
+          if (gate) {
+            Value g = vector::LoadOp::create(
+                b, vec2, gate, ValueRange{batch, t, head, col},
+                /*nontemporal=*/false, llvm::MaybeAlign(8));
+            lo = e.fmul(lo, buildSigmoid(b, b.getLoc(), element(g, 0)));
+            hi = e.fmul(hi, buildSigmoid(b, b.getLoc(), element(g, 1)));
+          }
+          Value pair =
+              vector::FromElementsOp::create(b, vec2, ValueRange{lo, hi});
+          vector::StoreOp::create(b, pair, out, ValueRange{batch, t, head, col},
+                                  /*nontemporal=*/false, llvm::MaybeAlign(8));
+        }
+        if (lse) {
+          e.ifThen(e.eq(e.laneCol, e.idx(0)), [&] {
+            Value value =
+                e.fadd(e.fmul(state[mAt(m, half)], e.f32(std::log(2.0))),
+                       math::LogOp::create(b, l));
+            e.store(value, lse, {batch, head, t});
+          });
+        }
+      });
+    }
+  }
+  gpu::ReturnOp::create(b);
+  return func;
+}
+
+void AttentionKernelGenerator::generate() {
+  MLAAttentionOp op = plan.op;
+  ImplicitLocOpBuilder b(op.getLoc(), op);
+  DeviceEmitter e(b);
+  Type f32 = b.getF32Type();
+
+  auto toBuffer = [&](Value tensor) -> Value {
+    auto type = cast<RankedTensorType>(tensor.getType());
+    auto memType = MemRefType::get(type.getShape(), type.getElementType());
+    return bufferization::ToBufferOp::create(b, memType, tensor,
+                                             /*readOnly=*/true);
+  };
+  SmallVector<Value> kernelArgs = {
+      toBuffer(op.getQuery()), toBuffer(op.getKey()), toBuffer(op.getValue())};
+  if (plan.hasGate)
+    kernelArgs.push_back(toBuffer(op.getGate()));
+  Value q = kernelArgs[0];
+  Value batch = memref::DimOp::create(b, q, 0);
+  Value length = memref::DimOp::create(b, q, 1);
+  Value heads = memref::DimOp::create(b, q, 2);
+  Value numQTiles = e.div(e.add(length, queryTile - 1), queryTile);
+  Value one = e.idx(1), threads = e.idx(kThreads);
+
+  if (plan.convertOnce) {
+    // bf16 K [B, H, Tp, DQK] and V^T [B, H, DV, Tp] in device memory
+    // (allocations lower only in their asynchronous form: chained on one
+    // token, waited for once); buffer deallocation frees them after the
+    // launches.
+    Value numKTiles = e.div(e.add(length, kKeyTile - 1), kKeyTile);
+    Value rows = e.mul(e.mul(e.mul(batch, heads), numKTiles), kKeyTile);
+    Type tokenType = gpu::AsyncTokenType::get(b.getContext());
+    Value token =
+        gpu::WaitOp::create(b, tokenType, ValueRange()).getAsyncToken();
+    auto deviceBuffer = [&](Value count) -> Value {
+      auto memType = MemRefType::get({ShapedType::kDynamic}, b.getBF16Type());
+      auto alloc = gpu::AllocOp::create(b, memType, tokenType,
+                                        ValueRange{token}, ValueRange{count},
+                                        ValueRange(), /*hostShared=*/false);
+      token = alloc.getAsyncToken();
+      return alloc.getMemref();
+    };
+    Value kb = deviceBuffer(e.mul(rows, DQK()));
+    Value vtb = deviceBuffer(e.mul(rows, DV()));
+    gpu::WaitOp::create(b, Type(), ValueRange{token});
+    SmallVector<Value> convertArgs = {kernelArgs[1], kernelArgs[2], kb, vtb};
+    SmallVector<Type> convertTypes;
+    for (Value v : convertArgs)
+      convertTypes.push_back(v.getType());
+    gpu::GPUFuncOp convert = buildKernel(convertTypes, /*convert=*/true);
+    gpu::LaunchFuncOp::create(
+        b, convert, gpu::KernelDim3{numKTiles, heads, batch},
+        gpu::KernelDim3{threads, one, one},
+        arith::ConstantIntOp::create(b, 0, 32).getResult(), convertArgs);
+    kernelArgs[1] = kb;
+    kernelArgs[2] = vtb;
+  }
+
+  auto dynSizes = [&](RankedTensorType type, ValueRange sizes) {
+    SmallVector<Value> dyn;
+    for (int64_t i = 0; i < type.getRank(); ++i)
+      if (type.isDynamicDim(i))
+        dyn.push_back(sizes[i]);
+    return dyn;
+  };
+  // Results in host memory (host-shared once the GPU mapping runs).
+  auto outType = cast<RankedTensorType>(op.getOutput().getType());
+  Value outBuf = memref::AllocOp::create(
+      b, MemRefType::get(outType.getShape(), f32),
+      dynSizes(outType, {batch, length, heads, e.idx(DV())}));
+  kernelArgs.push_back(outBuf);
+  auto lseType = cast<RankedTensorType>(op.getLse().getType());
+  Value lseBuf;
+  if (plan.writeLse) {
+    lseBuf =
+        memref::AllocOp::create(b, MemRefType::get(lseType.getShape(), f32),
+                                dynSizes(lseType, {batch, heads, length}));
+    kernelArgs.push_back(lseBuf);
+  }
+
+  SmallVector<Type> argTypes;
+  for (Value v : kernelArgs)
+    argTypes.push_back(v.getType());
+  gpu::GPUFuncOp kernel = buildKernel(argTypes, /*convert=*/false);
+  gpu::LaunchFuncOp::create(
+      b, kernel, gpu::KernelDim3{numQTiles, heads, batch},
+      gpu::KernelDim3{threads, one, one},
+      arith::ConstantIntOp::create(b, sharedBytes(), 32).getResult(),
+      kernelArgs);
+
+  Value outTensor = bufferization::ToTensorOp::create(
+      b, outType, outBuf, /*restrict=*/true, /*writable=*/true);
+  op.getOutput().replaceAllUsesWith(outTensor);
+  if (plan.writeLse) {
+    Value lseTensor = bufferization::ToTensorOp::create(
+        b, lseType, lseBuf, /*restrict=*/true, /*writable=*/true);
+    op.getLse().replaceAllUsesWith(lseTensor);
+  }
+}
+
+struct MoEGenerateAttentionKernelsPass
+    : public moe::impl::MoEGenerateAttentionKernelsBase<
+          MoEGenerateAttentionKernelsPass> {
+  using Base::Base;
+  void runOnOperation() override;
+};
+
+} // namespace
+
+void MoEGenerateAttentionKernelsPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  MLIRContext *ctx = &getContext();
+  if (queryTile != 64 && queryTile != 128) {
+    module.emitError() << "expects query-tile 64 or 128, got "
+                       << static_cast<int64_t>(queryTile);
+    return signalPassFailure();
+  }
+
+  SmallVector<AttentionPlan> plans;
+  module.walk([&](MLAAttentionOp op) {
+    auto qType = cast<RankedTensorType>(op.getQuery().getType());
+    auto vType = cast<RankedTensorType>(op.getValue().getType());
+    int64_t qkDim = qType.getDimSize(3), valueDim = vType.getDimSize(3);
+    auto isF32 = [](Value v) {
+      return cast<RankedTensorType>(v.getType()).getElementType().isF32();
+    };
+    std::string reason;
+    if (ShapedType::isDynamic(qkDim) || qkDim % 16 != 0 || qkDim > 256)
+      reason = llvm::formatv("the query/key width {0} is not a static "
+                             "multiple of 16 up to 256",
+                             qkDim);
+    else if (ShapedType::isDynamic(valueDim) || valueDim % 16 != 0 ||
+             valueDim > 256)
+      reason = llvm::formatv("the value width {0} is not a static multiple "
+                             "of 16 up to 256",
+                             valueDim);
+    else if (!llvm::all_of(op->getOperands(), isF32) || !isF32(op.getOutput()))
+      reason = "an operand or the output is not f32";
+    if (!reason.empty()) {
+      op.emitRemark() << "mla_attention left to -moe-tile-attention: "
+                      << reason;
+      return;
+    }
+    AttentionPlan plan{op,
+                       qkDim,
+                       valueDim,
+                       op.getScaleOrDefault(),
+                       static_cast<bool>(op.getGate()),
+                       !op.getLse().use_empty(),
+                       convertOnce};
+    op.emitRemark() << "mla_attention GPU kernel: query tile "
+                    << static_cast<int64_t>(queryTile) << " ("
+                    << static_cast<int64_t>(queryTile) / kWarps
+                    << " rows per warp), key tile " << kKeyTile << ", d_qk "
+                    << qkDim << ", d_v " << valueDim
+                    << ", mma.sync m16n8k16 bf16, "
+                    << (plan.hasGate ? "sigmoid gate fused" : "no gate") << ", "
+                    << (plan.writeLse ? "lse written" : "lse unused") << ", "
+                    << (plan.convertOnce ? "bf16 K and V^T converted once"
+                                         : "K and V converted per block");
+    plans.push_back(plan);
+  });
+  if (plans.empty())
+    return;
+
+  module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                  UnitAttr::get(ctx));
+  OpBuilder builder(ctx);
+  builder.setInsertionPointToEnd(module.getBody());
+  auto gpuModule = gpu::GPUModuleOp::create(builder, module.getLoc(),
+                                            "moe_attention_kernels");
+  SymbolTable symbols(module);
+  symbols.insert(gpuModule);
+
+  for (auto [n, plan] : llvm::enumerate(plans)) {
+    AttentionKernelGenerator generator(
+        plan, queryTile, gpuModule, llvm::formatv("mla{0}_forward", n).str());
+    generator.generate();
+    plan.op.erase();
+    ++numGenerated;
+  }
+}
