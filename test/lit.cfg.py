@@ -44,6 +44,15 @@ if os.path.exists(os.path.join(cuda_home, "bin", "ptxas")):
     config.substitutions.append(("%ptxas", os.path.join(cuda_home, "bin", "ptxas")))
     config.environment["CUDA_HOME"] = cuda_home
 
+# The driver's stub library (libcuda.so of the toolkit), which executables
+# built for cuda link against.
+for _stubs in ("lib64/stubs", "lib/stubs"):
+    _stub = os.path.join(cuda_home, _stubs, "libcuda.so")
+    if os.path.exists(_stub):
+        config.available_features.add("cuda-stub")
+        config.substitutions.append(("%cuda_driver_stub", _stub))
+        break
+
 # `cuda-device`: a CUDA GPU is visible (nvidia-smi lists one). Tests that run
 # on the GPU say `REQUIRES: cuda-device` and are UNSUPPORTED without it.
 def _has_cuda_device():

@@ -22,6 +22,7 @@
 #include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
+#include "moe/Conversion/Passes.h"
 #include "moe/Dialect/MoE/Transforms/Passes.h"
 
 using namespace mlir;
@@ -55,6 +56,10 @@ void mlir::moe::buildLowerToNVVMPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createGpuMapParallelLoopsPass());
   pm.addPass(createConvertParallelLoopToGpuPass());
   pm.addPass(createCanonicalizerPass());
+  // Expands with several dynamic sizes in one group (a whole model's
+  // [B*T, d] -> [B, T, d]) crash upstream's expand-strided-metadata, which
+  // the NVVM pipeline runs: rewrite them first, as the CPU pipeline does.
+  pm.addPass(createMoELowerDynamicExpandShape());
 
   // 4. Upstream: kernel outlining, NVVM, host GPU calls, serialization.
   gpu::GPUToNVVMPipelineOptions gpuOptions;

@@ -33,8 +33,17 @@
 // RUN: not moe-compile %t/missing.mlir -o %t/x 2>&1 | FileCheck %s --check-prefix=MISSING
 // MISSING: moe-compile: error: cannot open input file '{{.*}}missing.mlir'
 
-// RUN: not moe-compile %t/two.mlir --model=a --target=cuda -o %t/x 2>&1 | FileCheck %s --check-prefix=CUDA
-// CUDA: moe-compile: error: --target=cuda is not supported yet
+// The cuda target reports the same located errors.
+// RUN: not moe-compile %t/verify.mlir --target=cuda -o %t/x 2>&1 | FileCheck %s --check-prefix=VERIFY
+// RUN: not moe-compile %t/two.mlir --target=cuda -o %t/x 2>&1 | FileCheck %s --check-prefix=TWO
+// RUN: not moe-compile %t/i64.mlir --target=cuda -o %t/x 2>&1 | FileCheck %s --check-prefix=I64
+
+// RUN: not moe-compile %t/two.mlir --model=a --target=cuda --gpu-format=ptx -o %t/x 2>&1 | FileCheck %s --check-prefix=FORMAT
+// FORMAT: moe-compile: error: --gpu-format must be isa, bin or fatbin, got 'ptx'
+
+// RUN: not moe-compile %t/two.mlir --model=a --target=cuda --driver-lib=%t/nolib.a -o %t/x 2>&1 | FileCheck %s --check-prefix=LIB
+// RUN: not moe-compile %t/two.mlir --model=a --target=cuda --cuda-lib=%t/nocuda.so -o %t/x 2>&1 | FileCheck %s --check-prefix=CUDALIB
+// CUDALIB: moe-compile: error: cannot find the CUDA driver library '{{.*}}nocuda.so' to link with
 
 // RUN: not moe-compile %t/two.mlir --model=a --emit=obj -o - 2>&1 | FileCheck %s --check-prefix=STDOUT
 // STDOUT: moe-compile: error: cannot write an object or executable to stdout

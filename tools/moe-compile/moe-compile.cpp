@@ -3,11 +3,14 @@
 // Part of the moe-mlir project.
 //
 // moe-compile parses a model description (one `moe.model`), writes its
-// parameter manifest, lowers it with `moe-lower-to-cpu` into the LLVM
-// dialect, translates that to LLVM IR, optimises and compiles it for the
-// host with LLVM's TargetMachine, and links the object with the driver
-// (driver/ModelMain.cpp) into a native executable that initialises the
-// weights, reads tokens, runs the forward pass and prints the loss.
+// parameter manifest, lowers it with `moe-lower-to-cpu` (or, for
+// --target=cuda, `moe-lower-to-nvvm`: host code plus sm_90 PTX kernels
+// embedded in it) into the LLVM dialect, translates that to LLVM IR,
+// optimises and compiles it for the host with LLVM's TargetMachine, and
+// links the object with the driver (driver/ModelMain.cpp) into a native
+// executable that initialises the weights, reads tokens, runs the forward
+// pass and prints the loss. The CUDA executable carries moert's mgpu*
+// adapter and needs only the CUDA driver (libcuda.so.1) at run time.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,8 +32,11 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Support/Timing.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
 
 #include "llvm/IR/LLVMContext.h"
@@ -80,7 +86,7 @@ static cl::opt<Target>
     target("target", cl::desc("Back end"), cl::init(Target::CPU),
            cl::values(clEnumValN(Target::CPU, "cpu", "the host CPU (default)"),
                       clEnumValN(Target::CUDA, "cuda",
-                                 "NVIDIA GPUs (not supported yet)")),
+                                 "an NVIDIA GPU (sm_90 PTX kernels)")),
            cl::cat(compileCategory));
 static cl::opt<Emit>
     emit("emit", cl::desc("What to write"), cl::init(Emit::Executable),
@@ -113,8 +119,22 @@ static cl::opt<std::string>
 static cl::opt<std::string> driverLibrary(
     "driver-lib",
     cl::desc("The executable's main() library (default: "
-             "libMoEModelMain.a next to moe-compile's lib/ folder)"),
+             "libMoEModelMain.a, or libMoEModelMainCUDA.a for cuda, in the "
+             "lib/ folder next to moe-compile's bin/ folder)"),
     cl::value_desc("path"), cl::cat(compileCategory));
+static cl::opt<std::string> cudaDriverLibrary(
+    "cuda-lib",
+    cl::desc("The CUDA driver library a cuda executable links (default: "
+             "the toolkit's stub libcuda.so that moe-compile was built "
+             "with; the executable loads libcuda.so.1 at run time)"),
+    cl::value_desc("path"), cl::cat(compileCategory));
+static cl::opt<std::string> gpuFormat(
+    "gpu-format",
+    cl::desc("Kernel format of --target=cuda: isa (PTX, compiled by the "
+             "driver when the executable starts; the default), bin (cubin, "
+             "needs ptxas here) or fatbin"),
+    cl::value_desc("isa|bin|fatbin"), cl::init("isa"),
+    cl::cat(compileCategory));
 
 /// The name of the compiled forward function, which the driver calls.
 static constexpr llvm::StringLiteral kEntryName = "moe_model_forward";
@@ -242,7 +262,7 @@ static void addManifestGlobal(ModuleOp module, llvm::StringRef manifest) {
 }
 
 /// Lowers the module in place: the model to a function named kEntryName,
-/// then moe-lower-to-cpu.
+/// then moe-lower-to-cpu or moe-lower-to-nvvm.
 static LogicalResult lowerToLLVMDialect(ModuleOp module, moe::ModelOp model) {
   IRRewriter rewriter(module.getContext());
   func::FuncOp func = moe::convertModelToFunc(model, rewriter);
@@ -256,12 +276,20 @@ static LogicalResult lowerToLLVMDialect(ModuleOp module, moe::ModelOp model) {
   if (failed(applyPassManagerCLOptions(pm)))
     return failure();
   applyDefaultTimingPassManagerCLOptions(pm);
-  moe::LowerToCPUOptions options;
-  moe::buildLowerToCPUPipeline(pm, options);
+  if (target == Target::CUDA) {
+    moe::LowerToNVVMOptions options;
+    options.format = gpuFormat;
+    moe::buildLowerToNVVMPipeline(pm, options);
+  } else {
+    moe::LowerToCPUOptions options;
+    moe::buildLowerToCPUPipeline(pm, options);
+  }
   return pm.run(module);
 }
 
-/// The host TargetMachine (PIC, so that the object links into a PIE).
+/// The host TargetMachine (PIC, so that the object links into a PIE). A CPU
+/// executable is tuned for this machine; a CUDA one runs on the GPU's host,
+/// so it asks for x86-64-v3 (AVX2) only.
 static std::unique_ptr<llvm::TargetMachine> createHostTargetMachine() {
   llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
   std::string error;
@@ -271,17 +299,22 @@ static std::unique_ptr<llvm::TargetMachine> createHostTargetMachine() {
     (void)toolError("no LLVM target for " + triple.str() + ": " + error);
     return nullptr;
   }
-  llvm::StringMap<bool> hostFeatures = llvm::sys::getHostCPUFeatures();
+  std::string cpu = llvm::sys::getHostCPUName().str();
   std::string features;
-  for (const auto &feature : hostFeatures)
-    features += (feature.second ? "+" : "-") + feature.first().str() + ",";
+  if (target == Target::CUDA && triple.getArch() == llvm::Triple::x86_64) {
+    cpu = "x86-64-v3";
+  } else if (target == Target::CPU) {
+    llvm::StringMap<bool> hostFeatures = llvm::sys::getHostCPUFeatures();
+    for (const auto &feature : hostFeatures)
+      features += (feature.second ? "+" : "-") + feature.first().str() + ",";
+  }
   llvm::CodeGenOptLevel level =
       optLevel >= 3   ? llvm::CodeGenOptLevel::Aggressive
       : optLevel == 0 ? llvm::CodeGenOptLevel::None
                       : llvm::CodeGenOptLevel::Default;
   return std::unique_ptr<llvm::TargetMachine>(llvmTarget->createTargetMachine(
-      triple, llvm::sys::getHostCPUName(), features, llvm::TargetOptions(),
-      llvm::Reloc::PIC_, std::nullopt, level));
+      triple, cpu, features, llvm::TargetOptions(), llvm::Reloc::PIC_,
+      std::nullopt, level));
 }
 
 /// Writes `module` as an object file to `path`.
@@ -301,19 +334,30 @@ static LogicalResult writeObject(llvm::Module &module,
   return success();
 }
 
-/// The driver library: --driver-lib, else libMoEModelMain.a in the lib/
-/// folder next to moe-compile's bin/ folder, else where the build put it.
+#ifdef MOE_MODEL_MAIN_CUDA_LIB
+static constexpr const char *kCudaDriverMain = MOE_MODEL_MAIN_CUDA_LIB;
+static constexpr const char *kCudaDriverLib = MOE_CUDA_DRIVER_LIB;
+#else
+static constexpr const char *kCudaDriverMain = "";
+static constexpr const char *kCudaDriverLib = "";
+#endif
+
+/// The driver library: --driver-lib, else libMoEModelMain.a (or
+/// libMoEModelMainCUDA.a) in the lib/ folder next to moe-compile's bin/
+/// folder, else where the build put it.
 static std::string findDriverLibrary(const char *argv0) {
   if (!driverLibrary.empty())
     return driverLibrary;
+  bool cuda = target == Target::CUDA;
   std::string self =
       llvm::sys::fs::getMainExecutable(argv0, (void *)&findDriverLibrary);
   llvm::SmallString<256> path(
       llvm::sys::path::parent_path(llvm::sys::path::parent_path(self)));
-  llvm::sys::path::append(path, "lib", "libMoEModelMain.a");
+  llvm::sys::path::append(path, "lib",
+                          cuda ? "libMoEModelMainCUDA.a" : "libMoEModelMain.a");
   if (llvm::sys::fs::exists(path))
     return std::string(path);
-  return MOE_MODEL_MAIN_LIB;
+  return cuda ? kCudaDriverMain : MOE_MODEL_MAIN_LIB;
 }
 
 /// Links `object` with the driver into the executable `output`.
@@ -328,19 +372,27 @@ static LogicalResult linkExecutable(llvm::StringRef object,
   if (!cxx)
     return toolError("cannot find the C++ compiler '" + linkerDriver +
                      "' to link with (pass --cxx=PATH)");
-  // memref.copy of strided buffers calls memrefCopy from MLIR's C runner
-  // utils; the rpath lets the executable run from anywhere.
-  std::string libDir = MOE_LLVM_LIBRARY_DIR;
-  SmallVector<std::string> args = {*cxx,
-                                   object.str(),
-                                   driver,
-                                   "-o",
-                                   output.str(),
-                                   "-L" + libDir,
-                                   "-Wl,-rpath," + libDir,
-                                   "-Wl,--as-needed",
-                                   "-lmlir_c_runner_utils",
-                                   "-lm"};
+  SmallVector<std::string> args = {*cxx, object.str(), driver, "-o",
+                                   output.str()};
+  if (target == Target::CUDA) {
+    // The driver library carries moert's mgpu* adapter and memrefCopy; the
+    // executable needs only the CUDA driver, found at run time under its
+    // soname (libcuda.so.1).
+    std::string cudaLib = cudaDriverLibrary.empty()
+                              ? std::string(kCudaDriverLib)
+                              : cudaDriverLibrary.getValue();
+    if (!llvm::sys::fs::exists(cudaLib))
+      return toolError("cannot find the CUDA driver library '" + cudaLib +
+                       "' to link with (pass --cuda-lib=PATH, for example "
+                       "the toolkit's lib64/stubs/libcuda.so)");
+    args.append({cudaLib, "-lm"});
+  } else {
+    // memref.copy of strided buffers calls memrefCopy from MLIR's C runner
+    // utils; the rpath lets the executable run from anywhere.
+    std::string libDir = MOE_LLVM_LIBRARY_DIR;
+    args.append({"-L" + libDir, "-Wl,-rpath," + libDir, "-Wl,--as-needed",
+                 "-lmlir_c_runner_utils", "-lm"});
+  }
   SmallVector<llvm::StringRef> argRefs(args.begin(), args.end());
   std::string message;
   int status = llvm::sys::ExecuteAndWait(*cxx, argRefs, std::nullopt, {}, 0, 0,
@@ -361,11 +413,20 @@ static LogicalResult linkExecutable(llvm::StringRef object,
 //===----------------------------------------------------------------------===//
 
 static LogicalResult compile(int argc, char **argv) {
-  if (target == Target::CUDA)
-    return toolError(
-        "--target=cuda is not supported yet: the GPU back end "
-        "(moe-lower-to-nvvm) compiles single kernels but not whole models; "
-        "use --target=cpu");
+  if (target == Target::CUDA) {
+    if (emit == Emit::Executable && driverLibrary.empty() &&
+        llvm::StringRef(kCudaDriverMain).empty())
+      return toolError("--target=cuda: this moe-compile was built without "
+                       "the CUDA toolkit (no libMoEModelMainCUDA.a); pass "
+                       "--driver-lib=PATH or --emit=mlir|llvm|obj");
+    if (gpuFormat != "isa" && gpuFormat != "bin" && gpuFormat != "fatbin")
+      return toolError("--gpu-format must be isa, bin or fatbin, got '" +
+                       gpuFormat.getValue() + "'");
+    // Kernels link libdevice (exp, log, ...), found through CUDA_HOME.
+    if (!std::getenv("CUDA_HOME") &&
+        llvm::sys::fs::exists("/usr/local/cuda/nvvm/libdevice"))
+      setenv("CUDA_HOME", "/usr/local/cuda", /*overwrite=*/0);
+  }
   if (optLevel > 3)
     return toolError("--opt-level must be 0, 1, 2 or 3");
   std::string output = outputFilename;
@@ -381,6 +442,11 @@ static LogicalResult compile(int argc, char **argv) {
   moe::registerAllDialects(registry);
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
+  registerGPUDialectTranslation(registry);
+  // gpu.binary's default handler (#gpu.select_object) embeds the kernels.
+  gpu::registerOffloadingLLVMTranslationInterfaceExternalModels(registry);
+  registerNVVMDialectTranslation(registry);
+  NVVM::registerNVVMTargetInterfaceExternalModels(registry);
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
 
@@ -471,11 +537,12 @@ int main(int argc, char **argv) {
       argc, argv,
       "moe-compile: compile a moe-mlir model description into a native "
       "executable\n\n"
-      "  moe-compile MODEL.mlir -o OUT [--target=cpu]\n\n"
+      "  moe-compile MODEL.mlir -o OUT [--target=cpu|cuda]\n\n"
       "The input holds one moe.model (or several and --model=NAME). OUT\n"
       "initialises the weights from a seed, reads token ids (a binary file\n"
       "of uint32, or embedded sample text), runs the forward pass and prints\n"
-      "'loss <value>'; run OUT --help for its options. MLIR's usual\n"
+      "'loss <value>'; run OUT --help for its options. A cuda OUT runs\n"
+      "its kernels on GPU 0 and needs the CUDA driver only. MLIR's usual\n"
       "options (--mlir-print-ir-after-all, --mlir-timing, ...) work too;\n"
       "--help-hidden lists them.\n");
   return failed(compile(argc, argv)) ? 1 : 0;

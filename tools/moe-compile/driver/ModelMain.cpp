@@ -9,6 +9,12 @@
 // token file or the embedded sample text, calls the compiled forward pass
 // and prints `loss <value>`. Plain C++17; no LLVM or MLIR dependency.
 //
+// Built twice: for the CPU back end, and with MOE_MODEL_MAIN_CUDA for the
+// CUDA back end, where the compiled host code launches its kernels through
+// moert's mgpu* adapter (linked into the same executable) and the driver
+// keeps the parameters, tokens and labels in memory that host and device
+// share.
+//
 //===----------------------------------------------------------------------===//
 
 #include <algorithm>
@@ -22,6 +28,10 @@
 #include <string>
 #include <sys/stat.h>
 #include <vector>
+
+#ifdef MOE_MODEL_MAIN_CUDA
+#include "moert/moert_mlir.h"
+#endif
 
 //===----------------------------------------------------------------------===//
 // The compiled model's ABI
@@ -338,6 +348,45 @@ std::string fileNameOf(std::string name) {
 }
 
 //===----------------------------------------------------------------------===//
+// Device memory
+//===----------------------------------------------------------------------===//
+
+/// Fails with the CUDA adapter's recorded failure, if any.
+void checkDevice(const char *when) {
+#ifdef MOE_MODEL_MAIN_CUDA
+  const char *error = moertMlirGetError();
+  if (error && *error)
+    fail(std::string("CUDA failure ") + when + ": " + error);
+#else
+  (void)when;
+#endif
+}
+
+#ifdef MOE_MODEL_MAIN_CUDA
+/// A copy of `values` in memory that host and device share (kernels may read
+/// the model's inputs in place).
+template <typename T>
+T *sharedCopy(const std::vector<T> &values) {
+  void *buffer = moertMlirAllocShared(values.size() * sizeof(T));
+  checkDevice("while allocating shared memory");
+  if (!buffer)
+    fail("cannot allocate shared memory");
+  std::memcpy(buffer, values.data(), values.size() * sizeof(T));
+  return static_cast<T *>(buffer);
+}
+#endif
+
+/// Frees a buffer the compiled code returned: host-shared memory on CUDA
+/// (every host allocation of the CUDA back end is), the heap on the CPU.
+void releaseResult(void *allocated) {
+#ifdef MOE_MODEL_MAIN_CUDA
+  moertMlirFree(allocated);
+#else
+  std::free(allocated);
+#endif
+}
+
+//===----------------------------------------------------------------------===//
 // Command line
 //===----------------------------------------------------------------------===//
 
@@ -345,8 +394,15 @@ struct Options {
   std::string tokensPath, dumpParams, dumpBatch, lossNpy;
   int64_t batch = -1, length = -1;
   uint64_t seed = 0;
+  int64_t repeat = 1;
   bool verbose = false;
 };
+
+#ifdef MOE_MODEL_MAIN_CUDA
+constexpr const char *kTargetName = "cuda (sm_90 kernels, device 0)";
+#else
+constexpr const char *kTargetName = "cpu";
+#endif
 
 void printHelp(const char *argv0, const Manifest &manifest) {
   std::printf(
@@ -363,6 +419,9 @@ void printHelp(const char *argv0, const Manifest &manifest) {
       "  --batch=B          sequences per batch (default 2)\n"
       "  --seq-len=T        tokens per sequence (default 64)\n"
       "  --seed=N           weight initialisation seed (default 0)\n"
+      "  --repeat=N         run the forward pass N times (default 1); the\n"
+      "                     loss is the first run's, and --verbose reports\n"
+      "                     the first run's time and the mean of the others\n"
       "  --dump-params=DIR  write every parameter as DIR/<name>.npy (f32)\n"
       "  --dump-batch=DIR   write DIR/tokens.npy and DIR/labels.npy (i32)\n"
       "  --loss-npy=FILE    also write the loss as a 0-d f32 .npy file\n"
@@ -370,9 +429,9 @@ void printHelp(const char *argv0, const Manifest &manifest) {
       "                     (tokens per second) to stderr\n"
       "  --help             print this help\n\n"
       "Model: vocab_size %ld, hidden_size %ld, %zu parameter tensors, %ld "
-      "scalars.\n",
+      "scalars. Target: %s.\n",
       argv0, manifest.name.c_str(), manifest.vocab, manifest.hidden,
-      manifest.params.size(), manifest.scalars);
+      manifest.params.size(), manifest.scalars, kTargetName);
 }
 
 bool parseInteger(const std::string &text, int64_t &value, int64_t min) {
@@ -421,6 +480,8 @@ Options parseOptions(int argc, char **argv, const Manifest &manifest) {
       int64_t seed = 0;
       integer(seed, 0);
       options.seed = static_cast<uint64_t>(seed);
+    } else if (key == "--repeat") {
+      integer(options.repeat, 1);
     } else if (key == "--dump-params") {
       options.dumpParams = value;
     } else if (key == "--dump-batch") {
@@ -454,6 +515,8 @@ Options parseOptions(int argc, char **argv, const Manifest &manifest) {
 int main(int argc, char **argv) {
   Manifest manifest = parseManifest(moe_model_manifest);
   Options options = parseOptions(argc, argv, manifest);
+  // The kernels were loaded before main (the compiled code's constructors).
+  checkDevice("while loading the kernels");
 
   // Weights.
   std::vector<float> params(static_cast<size_t>(manifest.scalars));
@@ -509,33 +572,63 @@ int main(int argc, char **argv) {
              {batch, length}, labels.data());
   }
 
-  // The forward pass.
+  // The forward pass, on buffers the compiled code can read.
+  float *paramData = params.data();
+  int32_t *inputData = inputs.data(), *labelData = labels.data();
+#ifdef MOE_MODEL_MAIN_CUDA
+  paramData = sharedCopy(params);
+  inputData = sharedCopy(inputs);
+  labelData = sharedCopy(labels);
+#endif
   MemRef<float, 1> paramsRef = {
-      params.data(), params.data(), 0, {manifest.scalars}, {1}};
+      paramData, paramData, 0, {manifest.scalars}, {1}};
   MemRef<int32_t, 2> tokensRef = {
-      inputs.data(), inputs.data(), 0, {batch, length}, {length, 1}};
+      inputData, inputData, 0, {batch, length}, {length, 1}};
   MemRef<int32_t, 2> labelsRef = {
-      labels.data(), labels.data(), 0, {batch, length}, {length, 1}};
-  MemRef0<float> lossRef = {nullptr, nullptr, 0};
-  auto start = std::chrono::steady_clock::now();
-  _mlir_ciface_moe_model_forward(&lossRef, &paramsRef, &tokensRef, &labelsRef);
-  auto stop = std::chrono::steady_clock::now();
-  float loss = lossRef.aligned[lossRef.offset];
-  std::free(lossRef.allocated);
+      labelData, labelData, 0, {batch, length}, {length, 1}};
+  float loss = 0;
+  double firstSeconds = 0, otherSeconds = 0;
+  for (int64_t run = 0; run < options.repeat; ++run) {
+    MemRef0<float> lossRef = {nullptr, nullptr, 0};
+    auto start = std::chrono::steady_clock::now();
+    _mlir_ciface_moe_model_forward(&lossRef, &paramsRef, &tokensRef,
+                                   &labelsRef);
+    auto stop = std::chrono::steady_clock::now();
+    checkDevice("while running the forward pass");
+    if (run == 0)
+      loss = lossRef.aligned[lossRef.offset];
+    releaseResult(lossRef.allocated);
+    double seconds = std::chrono::duration<double>(stop - start).count();
+    (run == 0 ? firstSeconds : otherSeconds) += seconds;
+  }
+#ifdef MOE_MODEL_MAIN_CUDA
+  moertMlirFree(paramData);
+  moertMlirFree(inputData);
+  moertMlirFree(labelData);
+#endif
 
   std::printf("loss %.6f\n", loss);
   if (!options.lossNpy.empty())
     writeNpy(options.lossNpy, "<f4", sizeof(float), {}, &loss);
   if (options.verbose) {
-    double seconds = std::chrono::duration<double>(stop - start).count();
+    double tokens = static_cast<double>(batch * length);
     std::fprintf(stderr,
                  "model %s: vocab_size %ld, hidden_size %ld, %ld parameters\n"
+                 "target %s\n"
                  "batch %ld x %ld tokens, seed %lu\n"
                  "forward %.3f s, %.1f tokens/s\n",
                  manifest.name.c_str(), manifest.vocab, manifest.hidden,
-                 manifest.scalars, batch, length,
-                 static_cast<unsigned long>(options.seed), seconds,
-                 static_cast<double>(batch * length) / seconds);
+                 manifest.scalars, kTargetName, batch, length,
+                 static_cast<unsigned long>(options.seed), firstSeconds,
+                 tokens / firstSeconds);
+    if (options.repeat > 1) {
+      double mean = otherSeconds / static_cast<double>(options.repeat - 1);
+      std::fprintf(stderr,
+                   "forward, mean of the %ld later runs: %.3f ms, %.1f "
+                   "tokens/s\n",
+                   static_cast<long>(options.repeat - 1), mean * 1e3,
+                   tokens / mean);
+    }
   }
   if (!std::isfinite(loss)) {
     std::fprintf(stderr, "error: the loss is not finite\n");
