@@ -24,6 +24,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/SymbolTable.h"
@@ -97,8 +98,33 @@ private:
   int64_t prepSharedBytes() const {
     return gammaBytes() + rowBytes() + lBytes() + inverseBytes() + tileBytes();
   }
+  /// Element offsets (bf16 units) of one staged chunk in the state
+  /// kernel's shared memory: W and Qd ([64][K + pad]), Kd^T ([K][64 + pad]),
+  /// Aqk ([64][64 + pad]), U's value-tile columns ([64][value-tile]) and
+  /// exp(Gamma_last) (K fp32); every piece 16-byte aligned.
+  struct StagedChunk {
+    int64_t w, qd, kdt, aqk, u, egl, elements;
+  };
+  StagedChunk stagedChunkLayout() const {
+    StagedChunk l;
+    int64_t at = 0;
+    auto place = [&](int64_t count) {
+      int64_t here = at;
+      at += (count + 7) / 8 * 8;
+      return here;
+    };
+    l.w = place(kChunk * tileLd());
+    l.qd = place(kChunk * tileLd());
+    l.kdt = place(K() * tokenLd());
+    l.aqk = place(kChunk * tokenLd());
+    l.u = place(kChunk * valueTile);
+    l.egl = place(2 * K());
+    l.elements = at;
+    return l;
+  }
   int64_t stateSharedBytes() const {
-    return valueTile * (K() + kPad) * 2 + valueTile * tokenLd() * 2;
+    return (valueTile * (K() + kPad) + valueTile * tokenLd()) * 2 +
+           2 * stagedChunkLayout().elements * 2;
   }
 
   /// An empty kernel `<prefix><suffix>` of 128 threads in the GPU module.
@@ -598,7 +624,6 @@ gpu::GPUFuncOp KDAKernelGenerator::buildPrepKernel(TypeRange argTypes) {
 /// Argument order of kda_state: W, U, Qd, KdT, Aqk, egl, O, final state.
 gpu::GPUFuncOp KDAKernelGenerator::buildStateKernel(TypeRange argTypes) {
   gpu::GPUFuncOp func = createKernel("_state", argTypes);
-  MLIRContext *ctx = func.getContext();
   ImplicitLocOpBuilder b = ImplicitLocOpBuilder::atBlockBegin(
       plan.op.getLoc(), &func.getBody().front());
   DeviceEmitter e(b);
@@ -616,155 +641,136 @@ gpu::GPUFuncOp KDAKernelGenerator::buildStateKernel(TypeRange argTypes) {
   Value numChunks = e.div(e.add(length, kChunk - 1), kChunk);
   Value v0 = e.mul(vTile, valueTile);
 
+  // Shared memory: the bf16 state S^T and Vn^T (B operands), then two
+  // buffers of one chunk's inputs each, filled by cp.async one chunk ahead.
   Value smem = e.dynamicSharedMemory();
   int64_t hLd = K() + kPad, vLd = tokenLd();
+  StagedChunk layout = stagedChunkLayout();
   Value hT = sharedView(e, smem, 0, valueTile * hLd, bf16);
   Value vnT = sharedView(e, smem, valueTile * hLd * 2, valueTile * vLd, bf16);
+  int64_t stagedOffset = (valueTile * hLd + valueTile * vLd) * 2;
+  Value staged = sharedView(e, smem, stagedOffset, 2 * layout.elements, bf16);
+  Value stagedF32 = sharedView(e, smem, stagedOffset, layout.elements, f32);
   Value zero = e.f32(0.0);
-  Value zeroIdx = e.idx(0);
 
   e.forLoop(e.idx(0), e.idx(valueTile * hLd / kThreads + 1), 1, [&](Value i) {
     Value el = e.add(tid, e.mul(i, kThreads));
     e.ifThen(e.ult(el, e.idx(valueTile * hLd)),
              [&] { e.storeBF16(zero, hT, el); });
   });
-  e.barrier();
+
+  auto chunkIdOf = [&](Value n) {
+    return e.add(e.mul(e.add(e.mul(batch, numHeads), head), numChunks), n);
+  };
+  // Copies chunk n's W, Qd, Kd^T, Aqk, this block's columns of U and
+  // exp(Gamma_last) into buffer `buffer` in 16-byte cp.async pieces, as one
+  // group.
+  auto stageChunk = [&](Value n, Value buffer) {
+    Value chunkId = chunkIdOf(n);
+    Value base = e.mul(buffer, layout.elements);
+    SmallVector<Value> tokens;
+    // rows x cols bf16 from `src` (leading dimension srcLd, starting at
+    // srcBase) to rows of `ld` at element `dst`, 8 elements per copy.
+    auto copy = [&](Value src, Value srcBase, int64_t rows, int64_t cols,
+                    int64_t srcLd, int64_t dst, int64_t ld) {
+      int64_t pieces = rows * cols / 8;
+      e.forLoop(
+          e.idx(0), e.idx((pieces + kThreads - 1) / kThreads), 1, [&](Value i) {
+            Value piece = e.add(tid, e.mul(i, kThreads));
+            e.ifThen(e.ult(piece, e.idx(pieces)), [&] {
+              Value r = e.div(piece, cols / 8);
+              Value c = e.mul(e.rem(piece, cols / 8), 8);
+              Value from = e.add(srcBase, e.add(e.mul(r, srcLd), c));
+              Value to = e.add(base, e.add(e.idx(dst), e.add(e.mul(r, ld), c)));
+              nvgpu::DeviceAsyncCopyOp::create(
+                  b, staged, ValueRange{to}, src, ValueRange{from},
+                  b.getIndexAttr(8), Value(), UnitAttr());
+            });
+          });
+    };
+    Value kBase = e.mul(chunkId, kChunk * K());
+    copy(w, kBase, kChunk, K(), K(), layout.w, hLd);
+    copy(qd, kBase, kChunk, K(), K(), layout.qd, hLd);
+    copy(kdt, kBase, K(), kChunk, kChunk, layout.kdt, vLd);
+    copy(aqk, e.mul(chunkId, kChunk * kChunk), kChunk, kChunk, kChunk,
+         layout.aqk, vLd);
+    copy(u, e.add(e.mul(chunkId, kChunk * V()), v0), kChunk, valueTile, V(),
+         layout.u, valueTile);
+    // exp(Gamma_last): K fp32 = K / 4 pieces of 4.
+    e.forLoop(
+        e.idx(0), e.idx((K() / 4 + kThreads - 1) / kThreads), 1, [&](Value i) {
+          Value piece = e.add(tid, e.mul(i, kThreads));
+          e.ifThen(e.ult(piece, e.idx(K() / 4)), [&] {
+            Value from = e.add(e.mul(chunkId, K()), e.mul(piece, 4));
+            Value to = e.add(e.div(base, 2),
+                             e.add(e.idx(layout.egl / 2), e.mul(piece, 4)));
+            nvgpu::DeviceAsyncCopyOp::create(
+                b, stagedF32, ValueRange{to}, egl, ValueRange{from},
+                b.getIndexAttr(4), Value(), UnitAttr());
+          });
+        });
+    Type tokenType = nvgpu::DeviceAsyncTokenType::get(b.getContext());
+    return nvgpu::DeviceAsyncCreateGroupOp::create(b, tokenType, ValueRange())
+        .getResult();
+  };
 
   // Warp w owns state rows [w K/4, (w + 1) K/4): mTiles tiles of 16 rows by
-  // nTiles tiles of 8 columns, 4 fp32 values per lane each.
+  // nTiles tiles of 8 columns, 4 fp32 values per lane each; and rows
+  // [16w, 16w + 16) of the chunk for Vn and O.
   int64_t mTiles = K() / 64, nTiles = valueTile / 8;
   int64_t stateRows = K() / 4;
   int64_t kSteps = K() / 16, tSteps = kChunk / 16;
   Value row0 = e.mul(warp, 16);
-  auto chunkIdOf = [&](Value n) {
-    return e.add(e.mul(e.add(e.mul(batch, numHeads), head), numChunks), n);
-  };
 
-  // Everything a step reads from global memory, loaded one chunk ahead so
-  // that the loads overlap the previous chunk's work: the fragments of W and
-  // Qd (rows [16w, 16w + 16)), of Aqk (all four key blocks) and of Kd^T
-  // (the warp's state rows), U at the accumulator positions, exp(Gamma_last)
-  // at the warp's state rows.
-  struct ChunkLoads {
-    SmallVector<Frag4> w, qd, aqk, kdt;
-    SmallVector<Value> u, egl;
-  };
-  auto loadChunk = [&](Value chunkId) {
-    ChunkLoads l;
-    Value kBase = e.mul(chunkId, kChunk * K());
-    Value vBase = e.mul(chunkId, kChunk * V());
-    for (int64_t ks = 0; ks < kSteps; ++ks) {
-      l.w.push_back(e.fragA(w, kBase, row0, e.idx(ks * 16), K()));
-      l.qd.push_back(e.fragA(qd, kBase, row0, e.idx(ks * 16), K()));
-    }
-    Value aqkBase = e.mul(chunkId, kChunk * kChunk);
-    for (int64_t ks = 0; ks < tSteps; ++ks)
-      l.aqk.push_back(e.fragA(aqk, aqkBase, row0, e.idx(ks * 16), kChunk));
-    for (int64_t mt = 0; mt < mTiles; ++mt) {
-      Value sRow0 = e.add(e.mul(warp, stateRows), 16 * mt);
-      for (int64_t ks = 0; ks < tSteps; ++ks)
-        l.kdt.push_back(e.fragA(kdt, kBase, sRow0, e.idx(ks * 16), kChunk));
-      Value r = e.add(sRow0, e.laneGroup);
-      l.egl.push_back(e.load(egl, e.add(e.mul(chunkId, K()), r)));
-      l.egl.push_back(e.load(egl, e.add(e.mul(chunkId, K()), e.add(r, 8))));
-    }
-    for (int64_t j = 0; j < nTiles; ++j)
-      e.forEachAcc(row0, e.idx(8 * j), [&](int64_t, Value row, Value col) {
-        l.u.push_back(
-            e.load(u, e.add(vBase, e.add(e.mul(row, V()), e.add(v0, col)))));
-      });
-    return l;
-  };
-  auto flatten = [](const ChunkLoads &l) {
-    SmallVector<Value> flat;
-    for (auto *frags : {&l.w, &l.qd, &l.aqk, &l.kdt})
-      for (const Frag4 &f : *frags)
-        flat.append(f.begin(), f.end());
-    flat.append(l.u.begin(), l.u.end());
-    flat.append(l.egl.begin(), l.egl.end());
-    return flat;
-  };
-  auto unflatten = [&](ValueRange flat) {
-    ChunkLoads l;
-    size_t at = 0;
-    auto frags = [&](SmallVector<Frag4> &out, int64_t count) {
-      for (int64_t i = 0; i < count; ++i, at += 4)
-        out.push_back({flat[at], flat[at + 1], flat[at + 2], flat[at + 3]});
-    };
-    frags(l.w, kSteps);
-    frags(l.qd, kSteps);
-    frags(l.aqk, tSteps);
-    frags(l.kdt, mTiles * tSteps);
-    for (int64_t i = 0; i < nTiles * 4; ++i)
-      l.u.push_back(flat[at++]);
-    for (int64_t i = 0; i < mTiles * 2; ++i)
-      l.egl.push_back(flat[at++]);
-    return l;
-  };
-
-  // The first chunk's loads (none without a chunk: T = 0).
-  SmallVector<Type> loadTypes;
-  auto first = scf::IfOp::create(
-      b, e.ult(e.idx(0), numChunks),
-      [&](OpBuilder &nested, Location) {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPoint(nested.getInsertionBlock(),
-                            nested.getInsertionPoint());
-        SmallVector<Value> flat = flatten(loadChunk(chunkIdOf(e.idx(0))));
-        for (Value v : flat)
-          loadTypes.push_back(v.getType());
-        scf::YieldOp::create(b, flat);
-      },
-      [&](OpBuilder &nested, Location) {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPoint(nested.getInsertionBlock(),
-                            nested.getInsertionPoint());
-        SmallVector<Value> zeros;
-        for (Type type : loadTypes)
-          zeros.push_back(
-              arith::ConstantOp::create(b, b.getZeroAttr(type)).getResult());
-        scf::YieldOp::create(b, zeros);
-      });
+  e.ifThen(e.ult(e.idx(0), numChunks), [&] { stageChunk(e.idx(0), e.idx(0)); });
 
   SmallVector<Value> init(mTiles * nTiles * 4, zero);
-  int64_t stateValues = init.size();
-  init.append(first.getResults().begin(), first.getResults().end());
-  SmallVector<Value> loopResults =
-      e.forLoop(e.idx(0), numChunks, 1, init, [&](Value n, ValueRange carried) {
-        ValueRange h = carried.take_front(stateValues);
-        ChunkLoads cur = unflatten(carried.drop_front(stateValues));
-        // Next chunk's loads first (the last chunk reloads itself).
+  SmallVector<Value> finalState =
+      e.forLoop(e.idx(0), numChunks, 1, init, [&](Value n, ValueRange h) {
+        // Stage the next chunk (the last step copies its own chunk again)
+        // into the other buffer, which every warp finished reading before the
+        // barrier that ended the previous step; then wait for this chunk's
+        // group.
+        Value buffer = e.rem(n, 2);
         Value nextN = e.add(n, 1);
         nextN = e.select(e.ult(nextN, numChunks), nextN, n);
-        SmallVector<Value> prefetched = flatten(loadChunk(chunkIdOf(nextN)));
+        Value group = stageChunk(nextN, e.rem(e.add(n, 1), 2));
+        nvgpu::DeviceAsyncWaitOp::create(b, group, b.getI32IntegerAttr(1));
+        e.barrier();
+        Value base = e.mul(buffer, layout.elements);
+        auto at = [&](int64_t offset) { return e.add(base, e.idx(offset)); };
 
         // Vn = U - W S and the first half of O = Qd S, rows [16w, 16w + 16).
         SmallVector<Frag4> vn(nTiles, e.zeroFrag()), o(nTiles, e.zeroFrag());
         for (int64_t ks = 0; ks < kSteps; ++ks) {
+          Frag4 aw = e.fragA(staged, at(layout.w), row0, e.idx(ks * 16), hLd);
+          Frag4 aq = e.fragA(staged, at(layout.qd), row0, e.idx(ks * 16), hLd);
           for (int64_t j = 0; j < nTiles; ++j) {
-            auto bh = e.fragB(hT, zeroIdx, e.idx(8 * j), e.idx(ks * 16), hLd);
-            vn[j] = e.mma(cur.w[ks], bh, vn[j]);
-            o[j] = e.mma(cur.qd[ks], bh, o[j]);
+            auto bh = e.fragB(hT, e.idx(0), e.idx(8 * j), e.idx(ks * 16), hLd);
+            vn[j] = e.mma(aw, bh, vn[j]);
+            o[j] = e.mma(aq, bh, o[j]);
           }
         }
         for (int64_t j = 0; j < nTiles; ++j) {
           e.forEachAcc(
               row0, e.idx(8 * j), [&](int64_t n4, Value row, Value col) {
-                Value uv = arith::ExtFOp::create(b, f32, cur.u[4 * j + n4]);
+                Value uAt =
+                    e.add(at(layout.u), e.add(e.mul(row, valueTile), col));
+                Value uv = arith::ExtFOp::create(b, f32, e.load(staged, uAt));
                 e.storeBF16(e.fsub(uv, vn[j][n4]), vnT,
                             e.add(e.mul(col, vLd), row));
               });
         }
         e.barrier();
 
-        // O += Aqk Vn over the key blocks at or below the diagonal (the
-        // blocks above it are never written: their products are dropped).
+        // O += Aqk Vn over the key blocks at or below the diagonal.
         for (int64_t ks = 0; ks < tSteps; ++ks) {
           Value below = e.ule(e.idx(ks), warp);
+          Frag4 fa = e.fragA(staged, at(layout.aqk), row0, e.idx(ks * 16), vLd);
           for (int64_t j = 0; j < nTiles; ++j) {
             Frag4 r = e.mma(
-                cur.aqk[ks],
-                e.fragB(vnT, zeroIdx, e.idx(8 * j), e.idx(ks * 16), vLd), o[j]);
+                fa, e.fragB(vnT, e.idx(0), e.idx(8 * j), e.idx(ks * 16), vLd),
+                o[j]);
             for (int64_t i = 0; i < 4; ++i)
               o[j][i] = e.select(below, r[i], o[j][i]);
           }
@@ -788,45 +794,52 @@ gpu::GPUFuncOp KDAKernelGenerator::buildStateKernel(TypeRange argTypes) {
         // S <- exp(Gamma_last) S + Kd^T Vn.
         SmallVector<Value> next;
         for (int64_t mt = 0; mt < mTiles; ++mt) {
-          Value decayLo = cur.egl[2 * mt], decayHi = cur.egl[2 * mt + 1];
+          Value sRow0 = e.add(e.mul(warp, stateRows), 16 * mt);
+          Value r = e.add(sRow0, e.laneGroup);
+          Value eglAt = e.add(e.div(base, 2), e.idx(layout.egl / 2));
+          Value decayLo = e.load(stagedF32, e.add(eglAt, r));
+          Value decayHi = e.load(stagedF32, e.add(eglAt, e.add(r, 8)));
+          Frag4 fa[kChunk / 16];
+          for (int64_t ks = 0; ks < tSteps; ++ks)
+            fa[ks] =
+                e.fragA(staged, at(layout.kdt), sRow0, e.idx(ks * 16), vLd);
           for (int64_t j = 0; j < nTiles; ++j) {
-            int64_t at = (mt * nTiles + j) * 4;
-            Frag4 c = {e.fmul(h[at], decayLo), e.fmul(h[at + 1], decayLo),
-                       e.fmul(h[at + 2], decayHi), e.fmul(h[at + 3], decayHi)};
+            int64_t acc = (mt * nTiles + j) * 4;
+            Frag4 c = {e.fmul(h[acc], decayLo), e.fmul(h[acc + 1], decayLo),
+                       e.fmul(h[acc + 2], decayHi),
+                       e.fmul(h[acc + 3], decayHi)};
             for (int64_t ks = 0; ks < tSteps; ++ks)
               c = e.mma(
-                  cur.kdt[mt * tSteps + ks],
-                  e.fragB(vnT, zeroIdx, e.idx(8 * j), e.idx(ks * 16), vLd), c);
+                  fa[ks],
+                  e.fragB(vnT, e.idx(0), e.idx(8 * j), e.idx(ks * 16), vLd), c);
             next.append(c.begin(), c.end());
           }
         }
-        // Every warp has read hT (before the barrier above): write S.
+        // Every warp read S^T before the barrier above: write the new one.
         for (int64_t mt = 0; mt < mTiles; ++mt) {
           Value sRow0 = e.add(e.mul(warp, stateRows), 16 * mt);
           for (int64_t j = 0; j < nTiles; ++j) {
-            int64_t at = (mt * nTiles + j) * 4;
+            int64_t acc = (mt * nTiles + j) * 4;
             e.forEachAcc(
                 sRow0, e.idx(8 * j), [&](int64_t n4, Value row, Value col) {
-                  e.storeBF16(next[at + n4], hT, e.add(e.mul(col, hLd), row));
+                  e.storeBF16(next[acc + n4], hT, e.add(e.mul(col, hLd), row));
                 });
           }
         }
         e.barrier();
-        next.append(prefetched);
         return next;
       });
-  SmallVector<Value> finalState(loopResults.begin(),
-                                loopResults.begin() + stateValues);
+
   for (int64_t mt = 0; mt < mTiles; ++mt) {
     Value sRow0 = e.add(e.mul(warp, stateRows), 16 * mt);
     for (int64_t j = 0; j < nTiles; ++j) {
-      int64_t at = (mt * nTiles + j) * 4;
+      int64_t acc = (mt * nTiles + j) * 4;
       e.forEachAcc(sRow0, e.idx(8 * j), [&](int64_t n4, Value row, Value col) {
         Value c = e.add(v0, col);
         if (plan.keyMajor)
-          e.store(finalState[at + n4], state, {batch, head, row, c});
+          e.store(finalState[acc + n4], state, {batch, head, row, c});
         else
-          e.store(finalState[at + n4], state, {batch, head, c, row});
+          e.store(finalState[acc + n4], state, {batch, head, c, row});
       });
     }
   }

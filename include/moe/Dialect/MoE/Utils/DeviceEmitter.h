@@ -57,6 +57,7 @@ public:
   }
   Value add(Value x, Value y) { return arith::AddIOp::create(b, x, y); }
   Value add(Value x, int64_t y) { return y ? add(x, idx(y)) : x; }
+  Value sub(Value x, Value y) { return arith::SubIOp::create(b, x, y); }
   Value mul(Value x, int64_t y) {
     return y == 1 ? x : arith::MulIOp::create(b, x, idx(y)).getResult();
   }
