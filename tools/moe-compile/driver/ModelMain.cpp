@@ -588,6 +588,13 @@ int main(int argc, char **argv) {
       labelData, labelData, 0, {batch, length}, {length, 1}};
   float loss = 0;
   double firstSeconds = 0, otherSeconds = 0;
+#ifdef MOE_MODEL_MAIN_CUDA
+  // --verbose: the first run's kernels are timed with events (which slows
+  // the launches a little; the later runs are not).
+  double kernelMilliseconds = 0;
+  int kernelLaunches = 0;
+  moertMlirSetKernelTiming(options.verbose ? 1 : 0);
+#endif
   for (int64_t run = 0; run < options.repeat; ++run) {
     MemRef0<float> lossRef = {nullptr, nullptr, 0};
     auto start = std::chrono::steady_clock::now();
@@ -595,6 +602,14 @@ int main(int argc, char **argv) {
                                    &labelsRef);
     auto stop = std::chrono::steady_clock::now();
     checkDevice("while running the forward pass");
+#ifdef MOE_MODEL_MAIN_CUDA
+    if (run == 0 && options.verbose) {
+      kernelMilliseconds = moertMlirKernelMilliseconds();
+      kernelLaunches = moertMlirLastKernelTimes(nullptr, 0);
+      moertMlirSetKernelTiming(0);
+      checkDevice("while timing the kernels");
+    }
+#endif
     if (run == 0)
       loss = lossRef.aligned[lossRef.offset];
     releaseResult(lossRef.allocated);
@@ -621,6 +636,11 @@ int main(int argc, char **argv) {
                  manifest.scalars, kTargetName, batch, length,
                  static_cast<unsigned long>(options.seed), firstSeconds,
                  tokens / firstSeconds);
+#ifdef MOE_MODEL_MAIN_CUDA
+    std::fprintf(stderr,
+                 "kernels of the first run: %d launches, %.3f ms on the GPU\n",
+                 kernelLaunches, kernelMilliseconds);
+#endif
     if (options.repeat > 1) {
       double mean = otherSeconds / static_cast<double>(options.repeat - 1);
       std::fprintf(stderr,

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# bench/model/compile.sh [MODEL.mlir] - the whole-model check of issue #7
+# part 5, step 1 of 2. Runs where MLIR 22 is installed (not on the GPU
+# machine): compiles MODEL (default examples/models/kimi-tiny.mlir) with
+# `moe-compile --target=cuda` into bench/model/out/model-cuda, runs the CPU
+# executable of the same model on the embedded sample text for each batch
+# configuration below and writes its losses to bench/model/out/cpu-losses.txt
+# (the CPU executable needs MLIR's runtime libraries, which the GPU machine
+# lacks). Step 2, bench/model/run.sh, runs on the GPU machine with
+# bench/model/out carried along.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+build=${MOE_BUILD_DIR:-$root/build}
+model=${1:-$root/examples/models/kimi-tiny.mlir}
+out=$root/bench/model/out
+# batch, sequence length, seed: B*T + 1 <= 837 bytes of sample text. 64 is
+# one KDA chunk; 128 and 512 carry the state across chunks.
+configs=("2 64 0" "4 128 0" "1 512 1")
+
+rm -rf "$out"
+mkdir -p "$out"
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+
+echo "compiling $model for cuda"
+"$build/bin/moe-compile" "$model" --target=cuda -o "$out/model-cuda" \
+  --remarks 2> "$out/remarks.txt"
+grep -o 'kda GPU kernels[^(]*\|mla_attention GPU kernel[^(]*' "$out/remarks.txt" |
+  sort | uniq -c || true
+echo "compiling $model for cpu"
+"$build/bin/moe-compile" "$model" -o "$scratch/model-cpu"
+
+# Only the CUDA driver may be needed at run time.
+if ldd "$out/model-cuda" | grep -E 'mlir|LLVM|moert'; then
+  echo "error: model-cuda depends on MLIR/LLVM/moert libraries" >&2
+  exit 1
+fi
+
+{
+  echo "# batch seq_len seed cpu_loss cpu_tokens_per_s (model $(basename "$model"), commit $(git -C "$root" rev-parse --short HEAD))"
+  for config in "${configs[@]}"; do
+    read -r batch length seed <<< "$config"
+    "$scratch/model-cpu" --batch="$batch" --seq-len="$length" --seed="$seed" \
+      --verbose > "$scratch/cpu.out" 2> "$scratch/cpu.err"
+    loss=$(awk '$1 == "loss" { print $2 }' "$scratch/cpu.out")
+    rate=$(sed -n 's/^forward .* s, \(.*\) tokens\/s$/\1/p' "$scratch/cpu.err")
+    echo "$batch $length $seed $loss $rate"
+  done
+} > "$out/cpu-losses.txt"
+cat "$out/cpu-losses.txt"
+du -sh "$out"
+echo "carry bench/model/out and run bench/model/run.sh on the GPU machine"
