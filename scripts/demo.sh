@@ -10,8 +10,9 @@
 # examples/models/kimi-linear-48b.mlir. Then it compiles the first model with
 # moe-compile into $MOE_BUILD_DIR/demo/<model> and runs its forward pass on
 # the executable's embedded sample text, which prints `loss <value>` (about
-# ln(256) = 5.55 for the untrained kimi-tiny). The CPU back end is used: the
-# CUDA target of moe-compile does not exist yet, even where a GPU is present.
+# ln(256) = 5.55 for the untrained kimi-tiny). Where a GPU is present
+# (nvidia-smi lists one) it compiles with --target=cuda and runs on GPU 0,
+# falling back to the CPU if that fails; otherwise it uses the CPU.
 # A second run only checks that nothing changed (the executable is rebuilt
 # only when the model or moe-compile is newer) and is fast.
 #
@@ -39,15 +40,24 @@ done
 # Compile the first model and run it on the embedded data.
 model=$1
 name=$(basename "$model" .mlir)
-exe="$MOE_BUILD_DIR/demo/$name"
 mkdir -p "$MOE_BUILD_DIR/demo"
+
+# demo_run TARGET: compiles the model for TARGET (cpu or cuda) unless the
+# executable is up to date, then runs it on the embedded sample text.
+demo_run() {
+  local target=$1
+  local exe="$MOE_BUILD_DIR/demo/$name-$target"
+  if [[ ! -x "$exe" || "$model" -nt "$exe" || "$MOE_BUILD_DIR/bin/moe-compile" -nt "$exe" ]]; then
+    moe_log "moe-compile ${model#"$MOE_ROOT"/} --target=$target -o ${exe#"$MOE_ROOT"/} (about a minute)"
+    "$MOE_BUILD_DIR/bin/moe-compile" "$model" --target="$target" -o "$exe" ||
+      return 1
+  fi
+  moe_log "forward pass of $name on the embedded sample text ($target)"
+  "$exe" --verbose
+}
+
 if command -v nvidia-smi > /dev/null && nvidia-smi -L > /dev/null 2>&1; then
-  moe_log "a GPU is present, but moe-compile --target=cuda is not supported yet; using the CPU"
+  demo_run cuda && exit 0
+  moe_log "the cuda run failed; using the CPU"
 fi
-if [[ ! -x "$exe" || "$model" -nt "$exe" || "$MOE_BUILD_DIR/bin/moe-compile" -nt "$exe" ]]; then
-  moe_log "moe-compile ${model#"$MOE_ROOT"/} -o ${exe#"$MOE_ROOT"/} (CPU, about a minute)"
-  "$MOE_BUILD_DIR/bin/moe-compile" "$model" -o "$exe" ||
-    moe_die "moe-compile failed on $model"
-fi
-moe_log "forward pass of $name on the embedded sample text"
-"$exe" --verbose || moe_die "$exe failed"
+demo_run cpu || moe_die "$name failed on the CPU"
