@@ -45,8 +45,11 @@ namespace {
 /// Tokens per chunk and rows per diagonal tile: the shapes FLA uses.
 constexpr int64_t kChunk = 64;
 constexpr int64_t kSub = 16;
-/// Threads per block of both kernels (four warps).
+/// Threads per block of the state kernel (four warps) and of the prep
+/// kernel (eight warps: twice the loads in flight per SM).
 constexpr int64_t kThreads = 128;
+constexpr int64_t kPrepThreads = 256;
+constexpr int64_t kPrepWarps = kPrepThreads / 32;
 /// Padding (in bf16 elements) of shared-memory rows, so that the eight row
 /// groups of a fragment load fall into distinct banks.
 constexpr int64_t kPad = 8;
@@ -127,8 +130,10 @@ private:
            2 * stagedChunkLayout().elements * 2;
   }
 
-  /// An empty kernel `<prefix><suffix>` of 128 threads in the GPU module.
-  gpu::GPUFuncOp createKernel(StringRef suffix, TypeRange argTypes);
+  /// An empty kernel `<prefix><suffix>` of `threads` threads in the GPU
+  /// module.
+  gpu::GPUFuncOp createKernel(StringRef suffix, TypeRange argTypes,
+                              int64_t threads);
   gpu::GPUFuncOp buildPrepKernel(TypeRange argTypes);
   gpu::GPUFuncOp buildStateKernel(TypeRange argTypes);
 
@@ -154,7 +159,8 @@ Value KDAKernelGenerator::sharedView(DeviceEmitter &e, Value base,
 }
 
 gpu::GPUFuncOp KDAKernelGenerator::createKernel(StringRef suffix,
-                                                TypeRange argTypes) {
+                                                TypeRange argTypes,
+                                                int64_t threads) {
   MLIRContext *ctx = module.getContext();
   OpBuilder top(ctx);
   top.setInsertionPointToEnd(module.getBody());
@@ -163,14 +169,14 @@ gpu::GPUFuncOp KDAKernelGenerator::createKernel(StringRef suffix,
                              FunctionType::get(ctx, argTypes, {}));
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), UnitAttr::get(ctx));
   func.setKnownBlockSizeAttr(
-      DenseI32ArrayAttr::get(ctx, {static_cast<int32_t>(kThreads), 1, 1}));
+      DenseI32ArrayAttr::get(ctx, {static_cast<int32_t>(threads), 1, 1}));
   return func;
 }
 
 /// Argument order of kda_prep: q, k, v, beta, then either (raw gate,
 /// dt_bias[, A_log]) or the log-decay, then W, U, Qd, KdT, Aqk, egl.
 gpu::GPUFuncOp KDAKernelGenerator::buildPrepKernel(TypeRange argTypes) {
-  gpu::GPUFuncOp func = createKernel("_prep", argTypes);
+  gpu::GPUFuncOp func = createKernel("_prep", argTypes, kPrepThreads);
   MLIRContext *ctx = func.getContext();
   ImplicitLocOpBuilder b = ImplicitLocOpBuilder::atBlockBegin(
       plan.op.getLoc(), &func.getBody().front());
@@ -244,7 +250,7 @@ gpu::GPUFuncOp KDAKernelGenerator::buildPrepKernel(TypeRange argTypes) {
   };
   // Element i of a thread's share of a [rows, width] tile: (row, column).
   auto elementOf = [&](Value i, int64_t width) {
-    Value el = e.add(tid, e.mul(i, kThreads));
+    Value el = e.add(tid, e.mul(i, kPrepThreads));
     return std::make_pair(e.div(el, width), e.rem(el, width));
   };
   constexpr int64_t kUnroll = 16;
@@ -253,14 +259,16 @@ gpu::GPUFuncOp KDAKernelGenerator::buildPrepKernel(TypeRange argTypes) {
   };
 
   // 0. L and M start at zero: the solve below reads whole groups of 8.
-  e.forLoop(e.idx(0), e.idx(kChunk * kInverseLd / kThreads), 1, [&](Value i) {
-    Value el = e.add(tid, e.mul(i, kThreads));
-    e.store(zero, inv, el);
-    e.ifThen(e.ult(el, e.idx(kChunk * kChunk)), [&] { e.store(zero, lS, el); });
-  });
+  e.forLoop(e.idx(0), e.idx(kChunk * kInverseLd / kPrepThreads), 1,
+            [&](Value i) {
+              Value el = e.add(tid, e.mul(i, kPrepThreads));
+              e.store(zero, inv, el);
+              e.ifThen(e.ult(el, e.idx(kChunk * kChunk)),
+                       [&] { e.store(zero, lS, el); });
+            });
 
   // 1. The decay gate per (token, channel), beta per token.
-  int64_t perThread = kChunk * K() / kThreads;
+  int64_t perThread = kChunk * K() / kPrepThreads;
   Value rate = aLog ? e.exp(e.load(aLog, head)) : Value();
   e.forBatched(
       perThread, kUnroll,
@@ -299,7 +307,7 @@ gpu::GPUFuncOp KDAKernelGenerator::buildPrepKernel(TypeRange argTypes) {
     if (!norm)
       return;
     double eps = norm.getEpsilon().convertToDouble();
-    int64_t rows = kChunk / 4, perLane = K() / 32;
+    int64_t rows = kChunk / kPrepWarps, perLane = K() / 32;
     SmallVector<Value> ts, xs;
     for (int64_t r = 0; r < rows; ++r) {
       ts.push_back(e.add(e.mul(warp, rows), r));
@@ -348,7 +356,7 @@ gpu::GPUFuncOp KDAKernelGenerator::buildPrepKernel(TypeRange argTypes) {
   for (int64_t a = 0; a < kChunk / kSub; ++a) {
     Value first = e.idx(a * kSub), mid = e.idx(a * kSub + kSub / 2);
     e.forBatched(
-        kSub * K() / kThreads, kUnroll,
+        kSub * K() / kPrepThreads, kUnroll,
         [&](Value i) -> SmallVector<Value> {
           auto [r, d] = elementOf(i, K());
           Value t = e.add(r, a * kSub);
@@ -373,7 +381,7 @@ gpu::GPUFuncOp KDAKernelGenerator::buildPrepKernel(TypeRange argTypes) {
         });
     if (a > 0) {
       e.forBatched(
-          a * kSub * K() / kThreads, kUnroll,
+          a * kSub * K() / kPrepThreads, kUnroll,
           [&](Value i) -> SmallVector<Value> {
             auto [j, d] = elementOf(i, K());
             return {rawInput(k, j, d)};
@@ -404,7 +412,7 @@ gpu::GPUFuncOp KDAKernelGenerator::buildPrepKernel(TypeRange argTypes) {
       blocks.push_back({false, dk, db, 0, a * kSub, true});
     }
     for (auto [n, blk] : llvm::enumerate(blocks)) {
-      e.ifThen(e.eq(warp, e.idx(n % 4)), [&] {
+      e.ifThen(e.eq(warp, e.idx(n % kPrepWarps)), [&] {
         Frag4 acc[2] = {e.zeroFrag(), e.zeroFrag()};
         for (int64_t ks = 0; ks < K() / 16; ++ks) {
           Frag4 fa = e.fragA(tiles, blk.aTile, e.idx(0), e.idx(ks * 16), ld);
@@ -447,7 +455,8 @@ gpu::GPUFuncOp KDAKernelGenerator::buildPrepKernel(TypeRange argTypes) {
     e.barrier();
   }
 
-  // 3'. Per-position diagonal tiles: warp w computes tile w entry by entry,
+  // 3'. Per-position diagonal tiles: warps w and w + 4 compute the two
+  // halves of the rows of tile w entry by entry,
   // with exponents of differences Gamma_i - Gamma_j (j <= i) only.
   if (!plan.dense) {
     // Scaled queries and keys of the chunk, bf16 [token][channel].
@@ -470,10 +479,13 @@ gpu::GPUFuncOp KDAKernelGenerator::buildPrepKernel(TypeRange argTypes) {
           b, f32, e.load(tiles, e.add(base, e.add(e.mul(t, ld), d))));
     };
     Value lane = e.rem(tid, 32);
-    e.forLoop(e.idx(0), e.idx(kSub), 1, [&](Value i) {
+    Value tile = e.rem(warp, kChunk / kSub);
+    Value firstRow = e.mul(e.div(warp, kChunk / kSub), kSub / 2);
+    e.forLoop(e.idx(0), e.idx(kSub / 2), 1, [&](Value r) {
+      Value i = e.add(firstRow, r);
       e.forLoop(e.idx(0), e.idx(kSub), 1, [&](Value j) {
-        Value ti = e.add(e.mul(warp, kSub), i);
-        Value tj = e.add(e.mul(warp, kSub), j);
+        Value ti = e.add(e.mul(tile, kSub), i);
+        Value tj = e.add(e.mul(tile, kSub), j);
         Value at = e.add(e.mul(ti, kChunk), tj);
         Value lower = e.ule(j, i);
         auto sums = scf::IfOp::create(
@@ -557,7 +569,7 @@ gpu::GPUFuncOp KDAKernelGenerator::buildPrepKernel(TypeRange argTypes) {
                     e.add(kBase, e.add(e.mul(t, K()), d)));
       });
   e.forBatched(
-      kChunk * V() / kThreads, kUnroll,
+      kChunk * V() / kPrepThreads, kUnroll,
       [&](Value i) -> SmallVector<Value> {
         auto [t, d] = elementOf(i, V());
         return {rawInput(v, t, d)};
@@ -573,7 +585,8 @@ gpu::GPUFuncOp KDAKernelGenerator::buildPrepKernel(TypeRange argTypes) {
   });
   e.barrier();
   {
-    Value row0 = e.mul(warp, 16);
+    // Warps 0-3 compute rows [16w, 16w + 16) of W, warps 4-7 those of U.
+    Value row0 = e.mul(e.rem(warp, 4), 16);
     Frag4 fa[kChunk / 16];
     for (int64_t ks = 0; ks < kChunk / 16; ++ks)
       fa[ks] = e.fragAFromF32(inv, row0, e.idx(ks * 16), kInverseLd);
@@ -590,8 +603,11 @@ gpu::GPUFuncOp KDAKernelGenerator::buildPrepKernel(TypeRange argTypes) {
         e.storePairBF16(acc[2], acc[3], out, e.add(at, 8 * width));
       }
     };
-    product(bw, K(), wOut, kBase);
-    product(bu, V(), uOut, vBase);
+    Value computesW = e.ult(warp, e.idx(4));
+    e.ifThen(computesW, [&] { product(bw, K(), wOut, kBase); });
+    e.ifThen(arith::XOrIOp::create(b, computesW,
+                                   arith::ConstantIntOp::create(b, 1, 1)),
+             [&] { product(bu, V(), uOut, vBase); });
   }
   e.barrier();
 
@@ -612,7 +628,7 @@ gpu::GPUFuncOp KDAKernelGenerator::buildPrepKernel(TypeRange argTypes) {
       });
   e.barrier();
   e.forLoop(e.idx(0), e.idx(perThread / 2), 1, [&](Value i) {
-    Value el = e.mul(e.add(tid, e.mul(i, kThreads)), 2);
+    Value el = e.mul(e.add(tid, e.mul(i, kPrepThreads)), 2);
     Value d = e.div(el, kChunk), t = e.rem(el, kChunk);
     auto [lo, hi] = e.loadPairF32(tiles, e.add(e.mul(d, tld), t));
     e.storePairBF16(lo, hi, kdtOut, e.add(kBase, el));
@@ -623,7 +639,7 @@ gpu::GPUFuncOp KDAKernelGenerator::buildPrepKernel(TypeRange argTypes) {
 
 /// Argument order of kda_state: W, U, Qd, KdT, Aqk, egl, O, final state.
 gpu::GPUFuncOp KDAKernelGenerator::buildStateKernel(TypeRange argTypes) {
-  gpu::GPUFuncOp func = createKernel("_state", argTypes);
+  gpu::GPUFuncOp func = createKernel("_state", argTypes, kThreads);
   ImplicitLocOpBuilder b = ImplicitLocOpBuilder::atBlockBegin(
       plan.op.getLoc(), &func.getBody().front());
   DeviceEmitter e(b);
@@ -937,7 +953,7 @@ void KDAKernelGenerator::generate() {
     return arith::ConstantIntOp::create(b, bytes, 32).getResult();
   };
   gpu::LaunchFuncOp::create(b, prep, gpu::KernelDim3{numChunks, heads, batch},
-                            gpu::KernelDim3{threads, one, one},
+                            gpu::KernelDim3{e.idx(kPrepThreads), one, one},
                             smemSize(prepSharedBytes()), prepArgs);
   gpu::LaunchFuncOp::create(
       b, stateKernel, gpu::KernelDim3{e.idx(V() / valueTile), heads, batch},
