@@ -2,7 +2,8 @@
 # bench/model/compile.sh [MODEL.mlir] - the whole-model check of issue #7
 # part 5, step 1 of 2. Runs where MLIR 22 is installed (not on the GPU
 # machine): compiles MODEL (default examples/models/kimi-tiny.mlir) with
-# `moe-compile --target=cuda` into bench/model/out/model-cuda, runs the CPU
+# `moe-compile --target=cuda` into bench/model/out/model-cuda (PTX, which
+# the driver compiles at start; model-cuda-cubin: cubin), runs the CPU
 # executable of the same model on the embedded sample text for each batch
 # configuration below and writes its losses to bench/model/out/cpu-losses.txt
 # (the CPU executable needs MLIR's runtime libraries, which the GPU machine
@@ -26,13 +27,16 @@ trap 'rm -rf "$scratch"' EXIT
 echo "compiling $model for cuda"
 "$build/bin/moe-compile" "$model" --target=cuda -o "$out/model-cuda" \
   --remarks 2> "$out/remarks.txt"
+# The same with the kernels assembled here by ptxas (cubin): no JIT at start.
+"$build/bin/moe-compile" "$model" --target=cuda --gpu-format=bin \
+  -o "$out/model-cuda-cubin"
 grep -o 'kda GPU kernels[^(]*\|mla_attention GPU kernel[^(]*' "$out/remarks.txt" |
   sort | uniq -c || true
 echo "compiling $model for cpu"
 "$build/bin/moe-compile" "$model" -o "$scratch/model-cpu"
 
 # Only the CUDA driver may be needed at run time.
-if ldd "$out/model-cuda" | grep -E 'mlir|LLVM|moert'; then
+if ldd "$out/model-cuda" "$out/model-cuda-cubin" | grep -E 'mlir|LLVM|moert'; then
   echo "error: model-cuda depends on MLIR/LLVM/moert libraries" >&2
   exit 1
 fi

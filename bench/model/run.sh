@@ -10,13 +10,16 @@
 # ~3e-3 relative), so the table also says whether the error is within 1e-3
 # (column tight), which a broken forward would not be. Writes
 # model-check.json and the logs to $OUT (if set) or bench/model/out.
-# Exit status 0 when every configuration passes.
+# Exit status 0 when every configuration passes. Environment:
+# MOE_MODEL_EXE (model-cuda, or model-cuda-cubin), MOE_MODEL_REPEAT (4),
+# MOE_MODEL_TIMEOUT (150 s per configuration), MOE_MODEL_TOLERANCE (2e-2),
+# MOERT_DEVICE_HEAP_BYTES (the kernels' malloc heap, default 1 GiB).
 set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 out=$root/bench/model/out
 results=${OUT:-$out}
-exe=$out/model-cuda
+exe=$out/${MOE_MODEL_EXE:-model-cuda}
 tolerance=${MOE_MODEL_TOLERANCE:-2e-2}
 repeat=${MOE_MODEL_REPEAT:-4}
 limit=${MOE_MODEL_TIMEOUT:-150}
@@ -28,7 +31,7 @@ if [[ ! -x $exe || ! -f $out/cpu-losses.txt ]]; then
 fi
 mkdir -p "$results"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-echo "--- ldd model-cuda"
+echo "--- ldd $(basename "$exe")"
 ldd "$exe"
 "$exe" --help | tail -1
 head -1 "$out/cpu-losses.txt"
