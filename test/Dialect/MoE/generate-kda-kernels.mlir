@@ -20,12 +20,12 @@
 // CHECK-DAG: bufferization.to_buffer %[[Z]] read_only
 // CHECK: gpu.alloc async
 // CHECK: %[[OUT:.+]] = memref.alloc({{.*}}) : memref<?x?x2x32xf32>
-// CHECK: gpu.launch_func @moe_kda_kernels::@kda0_prep blocks in ({{.*}}) threads in (%c128{{.*}}) dynamic_shared_memory_size
+// CHECK: gpu.launch_func @moe_kda_kernels::@kda0_prep blocks in ({{.*}}) threads in (%c256{{.*}}) dynamic_shared_memory_size
 // CHECK: gpu.launch_func @moe_kda_kernels::@kda0_state blocks in ({{.*}}) threads in (%c128{{.*}}) dynamic_shared_memory_size
 // CHECK: %[[RESULT:.+]] = bufferization.to_tensor %[[OUT]] restrict writable
 // CHECK: return %[[RESULT]]
 // CHECK: gpu.module @moe_kda_kernels
-// CHECK: gpu.func @kda0_prep({{.*}}) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
+// CHECK: gpu.func @kda0_prep({{.*}}) kernel attributes {known_block_size = array<i32: 256, 1, 1>}
 // CHECK: gpu.dynamic_shared_memory
 // CHECK: nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>{{.*}}shape = #nvvm.shape<m = 16, n = 8, k = 16>
 // CHECK: gpu.func @kda0_state({{.*}}) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
