@@ -3,7 +3,8 @@
 # part 5, step 1 of 2. Runs where MLIR 22 is installed (not on the GPU
 # machine): compiles MODEL (default examples/models/kimi-tiny.mlir) with
 # `moe-compile --target=cuda` into bench/model/out/model-cuda (PTX, which
-# the driver compiles at start; model-cuda-cubin: cubin), runs the CPU
+# the driver compiles at start; model-cuda-cubin: cubin; model-cuda-hk:
+# --gpu-host-kernels, the host loops as kernels too), runs the CPU
 # executable of the same model on the embedded sample text for each batch
 # configuration below and writes its losses to bench/model/out/cpu-losses.txt
 # (the CPU executable needs MLIR's runtime libraries, which the GPU machine
@@ -30,13 +31,17 @@ echo "compiling $model for cuda"
 # The same with the kernels assembled here by ptxas (cubin): no JIT at start.
 "$build/bin/moe-compile" "$model" --target=cuda --gpu-format=bin \
   -o "$out/model-cuda-cubin"
+# The same with the structured ops outside the tiled kernels (projections,
+# norms, ...) as GPU kernels too, instead of host loops.
+"$build/bin/moe-compile" "$model" --target=cuda --gpu-host-kernels \
+  -o "$out/model-cuda-hk"
 grep -o 'kda GPU kernels[^(]*\|mla_attention GPU kernel[^(]*' "$out/remarks.txt" |
   sort | uniq -c || true
 echo "compiling $model for cpu"
 "$build/bin/moe-compile" "$model" -o "$scratch/model-cpu"
 
 # Only the CUDA driver may be needed at run time.
-if ldd "$out/model-cuda" "$out/model-cuda-cubin" | grep -E 'mlir|LLVM|moert'; then
+if ldd "$out"/model-cuda* | grep -E 'mlir|LLVM|moert'; then
   echo "error: model-cuda depends on MLIR/LLVM/moert libraries" >&2
   exit 1
 fi

@@ -2,7 +2,8 @@
 # bench/model/run.sh - the whole-model check of issue #7 part 5, step 2 of 2.
 # Runs on the GPU machine from anywhere, with bench/model/out from
 # bench/model/compile.sh carried along (no MLIR needed): runs the cuda
-# executable (model-cuda) on the embedded sample text with the batch sizes
+# executables (model-cuda: host loops for the ops outside the tiled kernels;
+# model-cuda-hk: those ops as kernels too) on the embedded sample text with the batch sizes
 # and seeds of cpu-losses.txt, checks |gpu - cpu| / |cpu| <= 2e-2 (the KDA
 # kernels compute in bf16 on tensor cores), and prints tokens per second
 # (the mean of the runs after the first, which loads and warms up). At
@@ -11,7 +12,8 @@
 # (column tight), which a broken forward would not be. Writes
 # model-check.json and the logs to $OUT (if set) or bench/model/out.
 # Exit status 0 when every configuration passes. Environment:
-# MOE_MODEL_EXE (model-cuda, or model-cuda-cubin), MOE_MODEL_REPEAT (4),
+# MOE_MODEL_EXES (default "model-cuda model-cuda-hk"; model-cuda-cubin has
+# its kernels assembled by ptxas), MOE_MODEL_REPEAT (4),
 # MOE_MODEL_TIMEOUT (150 s per configuration), MOE_MODEL_TOLERANCE (2e-2),
 # MOERT_DEVICE_HEAP_BYTES (the kernels' malloc heap, default 1 GiB).
 set -uo pipefail
@@ -19,31 +21,37 @@ set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 out=$root/bench/model/out
 results=${OUT:-$out}
-exe=$out/${MOE_MODEL_EXE:-model-cuda}
+exes=${MOE_MODEL_EXES:-model-cuda model-cuda-hk}
 tolerance=${MOE_MODEL_TOLERANCE:-2e-2}
 repeat=${MOE_MODEL_REPEAT:-4}
 limit=${MOE_MODEL_TIMEOUT:-150}
 
-if [[ ! -x $exe || ! -f $out/cpu-losses.txt ]]; then
-  echo "error: $exe or $out/cpu-losses.txt is missing: run" \
+if [[ ! -f $out/cpu-losses.txt ]]; then
+  echo "error: $out/cpu-losses.txt is missing: run" \
     "bench/model/compile.sh where MLIR is installed and carry bench/model/out" >&2
   exit 2
 fi
 mkdir -p "$results"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-echo "--- ldd $(basename "$exe")"
-ldd "$exe"
-"$exe" --help | tail -1
+echo "--- ldd model-cuda"
+ldd "$out/model-cuda"
 head -1 "$out/cpu-losses.txt"
 
 status=0
 rows=()
-printf '\n%-6s %-7s %-4s %-10s %-10s %-10s %-6s %-5s %-12s %-12s %-10s\n' \
-  batch seq_len seed cpu_loss gpu_loss rel_err check tight gpu_tok/s \
+printf '\n%-16s %-6s %-7s %-4s %-10s %-10s %-10s %-6s %-5s %-12s %-12s %-10s\n' \
+  executable batch seq_len seed cpu_loss gpu_loss rel_err check tight gpu_tok/s \
   cpu_tok/s kernel_ms
+for name in $exes; do
+exe=$out/$name
+if [[ ! -x $exe ]]; then
+  echo "error: $exe is missing" >&2
+  status=1
+  continue
+fi
 while read -r batch length seed cpu cpurate; do
   [[ $batch == \#* || -z $batch ]] && continue
-  log=$results/gpu-b$batch-t$length-s$seed
+  log=$results/$name-b$batch-t$length-s$seed
   timeout "$limit" "$exe" --batch="$batch" --seq-len="$length" \
     --seed="$seed" --repeat="$repeat" --verbose > "$log.out" 2> "$log.err"
   rc=$?
@@ -64,15 +72,16 @@ while read -r batch length seed cpu cpurate; do
   fi
   [[ $rc -ne 0 ]] && verdict="FAIL(rc=$rc)"
   [[ $verdict == PASS ]] || status=1
-  printf '%-6s %-7s %-4s %-10s %-10s %-10s %-6s %-5s %-12s %-12s %-10s\n' \
-    "$batch" "$length" "$seed" "$cpu" "${gpu:-none}" "$rel" "$verdict" "$tight" \
+  printf '%-16s %-6s %-7s %-4s %-10s %-10s %-10s %-6s %-5s %-12s %-12s %-10s\n' \
+    "$name" "$batch" "$length" "$seed" "$cpu" "${gpu:-none}" "$rel" "$verdict" "$tight" \
     "${rate:-none}" "$cpurate" "${kernels:-none}"
   if [[ $verdict != PASS ]]; then
     echo "--- $log.err (tail)"
     tail -20 "$log.err"
   fi
-  rows+=("{\"batch\": $batch, \"seq_len\": $length, \"seed\": $seed, \"cpu_loss\": $cpu, \"gpu_loss\": ${gpu:-null}, \"rel_err\": $([[ $rel == nan ]] && echo null || echo "$rel"), \"pass\": $([[ $verdict == PASS ]] && echo true || echo false), \"within_1e-3\": $([[ $tight == yes ]] && echo true || echo false), \"gpu_tokens_per_s\": ${rate:-null}, \"cpu_tokens_per_s\": ${cpurate:-null}, \"first_run_kernel_ms\": ${kernels:-null}, \"rc\": $rc}")
+  rows+=("{\"executable\": \"$name\", \"batch\": $batch, \"seq_len\": $length, \"seed\": $seed, \"cpu_loss\": $cpu, \"gpu_loss\": ${gpu:-null}, \"rel_err\": $([[ $rel == nan ]] && echo null || echo "$rel"), \"pass\": $([[ $verdict == PASS ]] && echo true || echo false), \"within_1e-3\": $([[ $tight == yes ]] && echo true || echo false), \"gpu_tokens_per_s\": ${rate:-null}, \"cpu_tokens_per_s\": ${cpurate:-null}, \"first_run_kernel_ms\": ${kernels:-null}, \"rc\": $rc}")
 done < "$out/cpu-losses.txt"
+done
 
 {
   echo "{\"tolerance\": $tolerance, \"repeat\": $repeat, \"runs\": ["

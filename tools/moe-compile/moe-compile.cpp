@@ -128,6 +128,12 @@ static cl::opt<std::string> cudaDriverLibrary(
              "the toolkit's stub libcuda.so that moe-compile was built "
              "with; the executable loads libcuda.so.1 at run time)"),
     cl::value_desc("path"), cl::cat(compileCategory));
+static cl::opt<bool> gpuHostKernels(
+    "gpu-host-kernels",
+    cl::desc("--target=cuda: run the structured ops outside the tiled "
+             "kernels (projections, norms, ...) as GPU kernels too, one "
+             "thread per output element (default: host loops)"),
+    cl::init(false), cl::cat(compileCategory));
 static cl::opt<std::string> gpuFormat(
     "gpu-format",
     cl::desc("Kernel format of --target=cuda: isa (PTX, compiled by the "
@@ -279,6 +285,7 @@ static LogicalResult lowerToLLVMDialect(ModuleOp module, moe::ModelOp model) {
   if (target == Target::CUDA) {
     moe::LowerToNVVMOptions options;
     options.format = gpuFormat;
+    options.hostLinalgKernels = gpuHostKernels;
     moe::buildLowerToNVVMPipeline(pm, options);
   } else {
     moe::LowerToCPUOptions options;
