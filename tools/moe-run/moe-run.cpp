@@ -618,6 +618,8 @@ static llvm::Error run() {
   registerLLVMDialectTranslation(registry);
   if (cuda) {
     registerGPUDialectTranslation(registry);
+    // gpu.binary's default handler (#gpu.select_object) embeds the kernels.
+    gpu::registerOffloadingLLVMTranslationInterfaceExternalModels(registry);
     registerNVVMDialectTranslation(registry);
     NVVM::registerNVVMTargetInterfaceExternalModels(registry);
     if (llvm::Error err = loadCudaAdapter())
