@@ -27,10 +27,14 @@ if grep -q 'x4x' "$out/mla_h32_qk192_v128.mlir"; then
 fi
 # The generated tensor-core kernel (-moe-generate-attention-kernels) with the
 # pipeline's defaults (64 query rows per block, K and V converted to bf16
-# once), and variants mla_attention_forward_<name>.o that run.sh also links.
+# once), and variants mla_attention_forward_<name>.o that run.sh also links:
+# 128 rows (eight warps of 16), 256 rows (eight warps of 32) and 128 rows
+# converting per block.
 moe_bench_compile "$out/mla_h32_qk192_v128.mlir" "$out/mla_attention_forward.o"
 moe_bench_compile "$out/mla_h32_qk192_v128.mlir" "$out/mla_attention_forward_qt128.o" \
   "attention-query-tile=128"
+moe_bench_compile "$out/mla_h32_qk192_v128.mlir" "$out/mla_attention_forward_qt256.o" \
+  "attention-query-tile=256"
 moe_bench_compile "$out/mla_h32_qk192_v128.mlir" \
   "$out/mla_attention_forward_qt128_perblock.o" \
   "attention-query-tile=128 attention-convert-once=false"

@@ -1,15 +1,19 @@
 // RUN: moe-opt %s --moe-generate-attention-kernels -split-input-file -verify-diagnostics | FileCheck %s
 // RUN: moe-opt %s --moe-generate-attention-kernels="query-tile=128" -split-input-file 2>&1 | FileCheck %s --check-prefix=QT128
+// RUN: moe-opt %s --moe-generate-attention-kernels="query-tile=256" -split-input-file 2>&1 | FileCheck %s --check-prefix=QT256
 // RUN: moe-opt %s --moe-generate-attention-kernels="convert-once=false" -split-input-file 2>&1 | FileCheck %s --check-prefix=PERBLOCK
 // RUN: not moe-opt %s --moe-generate-attention-kernels="query-tile=32" 2>&1 | FileCheck %s --check-prefix=BAD-TILE
 
-// BAD-TILE: error: expects query-tile 64 or 128, got 32
+// BAD-TILE: error: expects query-tile 64, 128 or 256, got 32
 
 // A gated op with d_qk != d_v and an unused lse: one kernel, launched over
 // (query tiles, heads, batch) with 128 threads; the output is allocated and
-// returned through to_tensor, and no moe op stays. The kernel stages Q once,
-// then walks the key tiles below the diagonal (no mask) and the diagonal
-// tile (masked) in two loops, with S and O on tensor cores.
+// returned through to_tensor, and no moe op stays. The kernel issues the
+// cp.async copies of the first key tile (one group), stages Q once, then
+// walks the key tiles below the diagonal (no mask) and the diagonal tile
+// (masked) in two loops, clamped to the padded length; each step first
+// issues the next tile's copies (one group), waits for its own (numGroups
+// = 1) and computes S and O on tensor cores.
 
 // CHECK-LABEL: func.func @gated(
 // CHECK-SAME: %[[Q:[^:]+]]: tensor<?x?x2x96xf32>, %[[K:[^:]+]]: tensor<?x?x2x96xf32>,
@@ -36,8 +40,17 @@
 // CHECK: gpu.return
 // CHECK: gpu.func @mla0_forward({{.*}}) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
 // CHECK: gpu.dynamic_shared_memory
+// CHECK: arith.minui
 // CHECK: scf.for
-// CHECK: vector.load {{.*}} : memref<?xbf16>, vector<8xbf16>
+// CHECK: nvgpu.device_async_copy {{.*}}, 8 {bypassL1} : memref<?xbf16> to memref<22528xbf16, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.device_async_copy {{.*}}, 8 {bypassL1} : memref<?xbf16> to memref<22528xbf16, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.device_async_create_group
+// CHECK: scf.for
+// CHECK: scf.if
+// CHECK: nvgpu.device_async_copy
+// CHECK: %[[GROUP:.+]] = nvgpu.device_async_create_group
+// CHECK-NEXT: nvgpu.device_async_wait %[[GROUP]] {numGroups = 1 : i32}
+// CHECK-NEXT: gpu.barrier
 // CHECK: nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>{{.*}}shape = #nvvm.shape<m = 16, n = 8, k = 16>
 // CHECK: gpu.shuffle xor
 // CHECK: math.exp2
@@ -48,7 +61,10 @@
 // CHECK: math.exp
 // CHECK: gpu.return
 
-// QT128: remark: mla_attention GPU kernel: query tile 128 (32 rows per warp), key tile 64, d_qk 96, d_v 64, mma.sync m16n8k16 bf16, sigmoid gate fused, lse unused, bf16 K and V^T converted once
+// QT128: remark: mla_attention GPU kernel: query tile 128 (8 warps of 16 rows), key tile 64, d_qk 96, d_v 64, mma.sync m16n8k16 bf16, sigmoid gate fused, lse unused, bf16 K and V^T converted once, staged by cp.async one key tile ahead
+// QT128: gpu.func @mla0_forward({{.*}}) kernel attributes {known_block_size = array<i32: 256, 1, 1>}
+// QT256: remark: mla_attention GPU kernel: query tile 256 (8 warps of 32 rows)
+// QT256: gpu.func @mla0_forward({{.*}}) kernel attributes {known_block_size = array<i32: 256, 1, 1>}
 
 // Without convert-once every block converts the fp32 K and V tiles it
 // reads: no device buffer and no prep kernel.
@@ -60,7 +76,7 @@
 func.func @gated(%q: tensor<?x?x2x96xf32>, %k: tensor<?x?x2x96xf32>,
                  %v: tensor<?x?x2x64xf32>, %g: tensor<?x?x2x64xf32>)
     -> tensor<?x?x2x64xf32> {
-  // expected-remark @below {{mla_attention GPU kernel: query tile 64 (16 rows per warp), key tile 64, d_qk 96, d_v 64, mma.sync m16n8k16 bf16, sigmoid gate fused, lse unused, bf16 K and V^T converted once}}
+  // expected-remark @below {{mla_attention GPU kernel: query tile 64 (4 warps of 16 rows), key tile 64, d_qk 96, d_v 64, mma.sync m16n8k16 bf16, sigmoid gate fused, lse unused, bf16 K and V^T converted once, staged by cp.async one key tile ahead}}
   %o, %lse = moe.mla_attention %q, %k, %v gate(%g)
       : (tensor<?x?x2x96xf32>, tensor<?x?x2x96xf32>, tensor<?x?x2x64xf32>,
          tensor<?x?x2x64xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x2x?xf32>)
@@ -87,7 +103,7 @@ func.func @gated(%q: tensor<?x?x2x96xf32>, %k: tensor<?x?x2x96xf32>,
 func.func @lse(%q: tensor<?x?x4x64xf32>, %k: tensor<?x?x4x64xf32>,
                %v: tensor<?x?x4x32xf32>)
     -> (tensor<?x?x4x32xf32>, tensor<?x4x?xf32>) {
-  // expected-remark @below {{mla_attention GPU kernel: query tile 64 (16 rows per warp), key tile 64, d_qk 64, d_v 32, mma.sync m16n8k16 bf16, no gate, lse written, bf16 K and V^T converted once}}
+  // expected-remark @below {{mla_attention GPU kernel: query tile 64 (4 warps of 16 rows), key tile 64, d_qk 64, d_v 32, mma.sync m16n8k16 bf16, no gate, lse written, bf16 K and V^T converted once, staged by cp.async one key tile ahead}}
   %o, %lse = moe.mla_attention %q, %k, %v {scale = 0.5 : f64}
       : (tensor<?x?x4x64xf32>, tensor<?x?x4x64xf32>, tensor<?x?x4x32xf32>)
       -> (tensor<?x?x4x32xf32>, tensor<?x4x?xf32>)

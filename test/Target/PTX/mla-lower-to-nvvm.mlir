@@ -8,9 +8,14 @@
 // (96 / 16) k-steps x 8 n-tiles = 48 mma.sync and O += P V (16 x 64) in
 // (64 / 16) x 8 = 32, so 80 per key-tile step; the kernel has two steps
 // (the unmasked loop below the diagonal and the masked diagonal), 160 in
-// all. With 128 query rows per block each warp has two row fragments: 320.
+// all. K and V^T reach shared memory by cp.async (16 bytes, .cg), issued
+// for the first key tile before the loops and for the next tile in each
+// step, which then waits for all but the newest group. With 128 query rows
+// per block there are eight warps of 16 rows (still 160); with 256, eight
+// warps of 32 rows, two row fragments each: 320.
 // RUN: env CUDA_HOME=/usr/local/cuda moe-opt %moe_src_root/examples/kernels/mla.mlir --moe-lower-to-nvvm 2>/dev/null | FileCheck %s
 // RUN: env CUDA_HOME=/usr/local/cuda moe-opt %moe_src_root/examples/kernels/mla.mlir --moe-lower-to-nvvm="attention-query-tile=128" 2>/dev/null | FileCheck %s --check-prefix=QT128
+// RUN: env CUDA_HOME=/usr/local/cuda moe-opt %moe_src_root/examples/kernels/mla.mlir --moe-lower-to-nvvm="attention-query-tile=256" 2>/dev/null | FileCheck %s --check-prefix=QT256
 // REQUIRES: ptxas
 
 // CHECK: llvm.func @mla_attention_forward(
@@ -25,10 +30,19 @@
 // CHECK-NOT: mma.sync
 // CHECK-SAME: .visible .entry mla0_forward(
 // CHECK-SAME: .shared .align 16 .b8 __dynamic_shmem__0
+// CHECK-SAME: cp.async.cg.shared.global [{{[^]]*}}], [{{[^]]*}}], 16;
+// CHECK-SAME: cp.async.commit_group;
+// CHECK-SAME: cp.async.wait_group \091;
+// CHECK-SAME: bar.sync \090;
 // CHECK-COUNT-160: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // CHECK-NOT: mma.sync
 // CHECK-NOT: __nv_
 
 // QT128: .visible .entry mla0_forward(
-// QT128-COUNT-320: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// QT128-SAME: .maxntid 256, 1, 1
+// QT128-COUNT-160: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // QT128-NOT: mma.sync
+
+// QT256: .visible .entry mla0_forward(
+// QT256-COUNT-320: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// QT256-NOT: mma.sync

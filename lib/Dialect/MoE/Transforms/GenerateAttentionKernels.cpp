@@ -24,6 +24,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/SymbolTable.h"
@@ -43,9 +44,8 @@ namespace {
 
 /// Keys per key tile.
 constexpr int64_t kKeyTile = 64;
-/// Threads per block (four warps).
-constexpr int64_t kThreads = 128;
-constexpr int64_t kWarps = kThreads / 32;
+/// Threads per block of the prep kernel (four warps).
+constexpr int64_t kConvertThreads = 128;
 /// Padding (in bf16 elements) of shared-memory rows: with rows of `D + 8`
 /// elements (D a multiple of 16) consecutive rows are 4 (2a + 1) words apart,
 /// so the eight row groups of a fragment load fall into distinct banks.
@@ -79,14 +79,20 @@ private:
   int64_t DV() const { return plan.valueDim; }
   int64_t qkLd() const { return DQK() + kPad; }
   int64_t vLd() const { return kKeyTile + kPad; }
-  /// Query rows per warp, and their 16-row fragments.
-  int64_t warpRows() const { return queryTile / kWarps; }
+  /// Query rows per warp: one row of 16-row mma.sync fragments up to query
+  /// tiles of 128 (four or eight warps), two (each K and V^T fragment used
+  /// twice) for 256 (eight warps).
+  int64_t warpRows() const { return queryTile <= 128 ? 16 : 32; }
   int64_t mTiles() const { return warpRows() / 16; }
-  // Shared memory (bf16): Q [queryTile, DQK], K [64, DQK], V^T [DV, 64].
+  int64_t threads() const { return queryTile / warpRows() * 32; }
+  // Shared memory (bf16): Q [queryTile, DQK], then two stages (the key tile
+  // computed on and the next one, filled by cp.async) of K [64, DQK] and
+  // V^T [DV, 64]; every piece 16-byte aligned.
   int64_t qElems() const { return queryTile * qkLd(); }
   int64_t kElems() const { return kKeyTile * qkLd(); }
   int64_t vElems() const { return DV() * vLd(); }
-  int64_t sharedBytes() const { return (qElems() + kElems() + vElems()) * 2; }
+  int64_t stageElems() const { return kElems() + vElems(); }
+  int64_t sharedBytes() const { return (qElems() + 2 * stageElems()) * 2; }
 
   /// The forward kernel, or (convert) the prep kernel that writes K and
   /// V^T as bf16 in key tiles.
@@ -106,12 +112,13 @@ gpu::GPUFuncOp AttentionKernelGenerator::buildKernel(TypeRange argTypes,
   MLIRContext *ctx = module.getContext();
   OpBuilder top(ctx);
   top.setInsertionPointToEnd(module.getBody());
+  const int64_t nThreads = convert ? kConvertThreads : threads();
   auto func = gpu::GPUFuncOp::create(top, plan.op.getLoc(),
                                      convert ? name + "_convert" : name,
                                      FunctionType::get(ctx, argTypes, {}));
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), UnitAttr::get(ctx));
   func.setKnownBlockSizeAttr(
-      DenseI32ArrayAttr::get(ctx, {static_cast<int32_t>(kThreads), 1, 1}));
+      DenseI32ArrayAttr::get(ctx, {static_cast<int32_t>(nThreads), 1, 1}));
 
   ImplicitLocOpBuilder b = ImplicitLocOpBuilder::atBlockBegin(
       plan.op.getLoc(), &func.getBody().front());
@@ -158,11 +165,10 @@ gpu::GPUFuncOp AttentionKernelGenerator::buildKernel(TypeRange argTypes,
     return memref::ViewOp::create(b, type, smem, e.idx(offsetElems * 2),
                                   ValueRange{});
   };
-  Value qS, kS, vT;
+  Value qS, stages;
   if (!convert) {
     qS = view(0, qElems());
-    kS = view(qElems(), kElems());
-    vT = view(qElems() + kElems(), vElems());
+    stages = view(qElems(), 2 * stageElems());
   }
 
   Value zero = e.f32(0.0);
@@ -204,11 +210,11 @@ gpu::GPUFuncOp AttentionKernelGenerator::buildKernel(TypeRange argTypes,
                        Value dstBase, Value dstLd, Value factor) {
     int64_t perRow = DQK() / 4;
     auto coords = [&](Value i) {
-      Value el = e.add(tid, e.mul(i, kThreads));
+      Value el = e.add(tid, e.mul(i, nThreads));
       return std::make_pair(e.div(el, perRow), e.mul(e.rem(el, perRow), 4));
     };
     e.forBatched(
-        rows * perRow / kThreads, kUnroll,
+        rows * perRow / nThreads, kUnroll,
         [&](Value i) -> SmallVector<Value> {
           auto [r, d] = coords(i);
           return {load4(mem, e.add(t0, r), d)};
@@ -226,12 +232,12 @@ gpu::GPUFuncOp AttentionKernelGenerator::buildKernel(TypeRange argTypes,
   // 32-bit stores fall into distinct banks.
   auto stageValueT = [&](Value t0, Value dst, Value dstBase, Value dstLd) {
     auto coords = [&](Value i) {
-      Value el = e.add(tid, e.mul(i, kThreads));
+      Value el = e.add(tid, e.mul(i, nThreads));
       return std::make_pair(e.mul(e.rem(el, kKeyTile / 2), 2),
                             e.mul(e.div(el, kKeyTile / 2), 4));
     };
     e.forBatched(
-        kKeyTile / 2 * DV() / 4 / kThreads, kUnroll / 2,
+        kKeyTile / 2 * DV() / 4 / nThreads, kUnroll / 2,
         [&](Value i) -> SmallVector<Value> {
           auto [t, d] = coords(i);
           return {load4(v, e.add(t0, t), d),
@@ -261,32 +267,60 @@ gpu::GPUFuncOp AttentionKernelGenerator::buildKernel(TypeRange argTypes,
   }
 
   // Copies a [rows, cols] bf16 tile at `srcBase` (leading dimension
-  // `srcLd`) of a bf16 copy into shared memory (leading dimension dstLd),
-  // 16 bytes per access.
-  auto vec8 = VectorType::get({8}, bf16);
-  auto copyTile = [&](Value src, Value srcBase, Value srcLd, int64_t rows,
-                      int64_t cols, Value dst, int64_t dstLd) {
-    int64_t perRow = cols / 8;
-    auto coords = [&](Value i) {
-      Value el = e.add(tid, e.mul(i, kThreads));
-      return std::make_pair(e.div(el, perRow), e.mul(e.rem(el, perRow), 8));
-    };
-    e.forBatched(
-        rows * perRow / kThreads, kUnroll,
-        [&](Value i) -> SmallVector<Value> {
-          auto [r, c] = coords(i);
-          return {vector::LoadOp::create(
-              b, vec8, src,
-              ValueRange{e.add(srcBase, e.add(e.mul(r, srcLd), c))},
-              /*nontemporal=*/false, llvm::MaybeAlign(16))};
-        },
-        [&](Value i, ArrayRef<Value> in) {
-          auto [r, c] = coords(i);
-          vector::StoreOp::create(b, in[0], dst,
-                                  ValueRange{e.add(e.mul(r, dstLd), c)},
-                                  /*nontemporal=*/false, llvm::MaybeAlign(16));
+  // `srcLd`) of a bf16 copy to `stages` at `dstBase` (leading dimension
+  // dstLd) with cp.async, 16 bytes per copy (cp.async.cg: the tiles are
+  // read once per block, from L2).
+  auto asyncCopy = [&](Value src, Value srcBase, Value srcLd, int64_t rows,
+                       int64_t cols, Value dstBase, int64_t dstLd) {
+    int64_t perRow = cols / 8, pieces = rows * perRow;
+    e.forLoop(
+        e.idx(0), e.idx((pieces + nThreads - 1) / nThreads), 1, [&](Value i) {
+          Value piece = e.add(tid, e.mul(i, nThreads));
+          auto body = [&] {
+            Value r = e.div(piece, perRow), c = e.mul(e.rem(piece, perRow), 8);
+            nvgpu::DeviceAsyncCopyOp::create(
+                b, stages,
+                ValueRange{e.add(dstBase, e.add(e.mul(r, dstLd), c))}, src,
+                ValueRange{e.add(srcBase, e.add(e.mul(r, srcLd), c))},
+                b.getIndexAttr(8), Value(), b.getUnitAttr());
+          };
+          if (pieces % nThreads == 0)
+            body();
+          else
+            e.ifThen(e.ult(piece, e.idx(pieces)), body);
         });
   };
+  // Element offset of the stage that holds key tile kt.
+  auto stageBase = [&](Value kt) {
+    return plan.convertOnce ? e.mul(e.rem(kt, 2), stageElems()) : e.idx(0);
+  };
+  // Issues the copies of key tile kt's K and V^T into its stage.
+  auto stageAsync = [&](Value kt) {
+    Value t0 = e.mul(kt, kKeyTile), base = stageBase(kt);
+    asyncCopy(k, e.mul(e.add(e.mul(batchHead, paddedLength), t0), DQK()),
+              e.idx(DQK()), kKeyTile, DQK(), base, qkLd());
+    asyncCopy(v, e.add(e.mul(e.mul(batchHead, DV()), paddedLength), t0),
+              paddedLength, DV(), kKeyTile, e.add(base, kElems()), vLd());
+  };
+  Type asyncToken = nvgpu::DeviceAsyncTokenType::get(ctx);
+  auto commitGroup = [&]() -> Value {
+    return nvgpu::DeviceAsyncCreateGroupOp::create(b, asyncToken, ValueRange())
+        .getResult();
+  };
+
+  // Key tiles entirely before the query tile need no mask; the diagonal
+  // ones (queryTile / 64 of them, fewer where the last ones would start
+  // past the padded length) do. Tiles after the query tile are never
+  // visited.
+  Value firstDiagonal = e.div(q0, kKeyTile);
+  Value endTile =
+      arith::MinUIOp::create(b, e.add(firstDiagonal, queryTile / kKeyTile),
+                             e.div(paddedLength, kKeyTile));
+  // The first key tile's copies overlap the staging of Q.
+  if (plan.convertOnce) {
+    stageAsync(e.idx(0));
+    commitGroup();
+  }
 
   // Q, scaled by scale * log2(e) so that exp2 gives the natural softmax.
   const double log2e = 1.4426950408889634;
@@ -294,10 +328,29 @@ gpu::GPUFuncOp AttentionKernelGenerator::buildKernel(TypeRange argTypes,
             e.f32(plan.scale * log2e));
 
   // Per lane: the running max m and partial row sum l of rows g and g + 8
-  // of each 16-row fragment, and the output accumulators.
+  // of the warp's 16 rows, and the output accumulators.
   int64_t mt = mTiles(), nS = kKeyTile / 8, nO = DV() / 8;
   int64_t kSteps = DQK() / 16, pSteps = kKeyTile / 16;
   Value rowBase = e.mul(warp, warpRows());
+  // Fragments as 32-bit loads at a lane offset (computed once per tile)
+  // plus a constant, which folds into the load's immediate: the A fragment
+  // of the 16 x 16 tile at column col0 of the rows at `at`, and the n-major
+  // B fragment at (n0, k0).
+  auto laneOffset = [&](int64_t ld) {
+    return e.add(e.mul(e.laneGroup, ld), e.laneCol);
+  };
+  auto pairAt = [&](Value mem, Value at, int64_t offset) {
+    return e.loadPair(mem, e.add(at, offset));
+  };
+  auto fragA = [&](Value mem, Value at, int64_t col0, int64_t ld) -> Frag4 {
+    return {pairAt(mem, at, col0), pairAt(mem, at, col0 + 8 * ld),
+            pairAt(mem, at, col0 + 8), pairAt(mem, at, col0 + 8 * ld + 8)};
+  };
+  auto fragB = [&](Value mem, Value at, int64_t n0, int64_t k0,
+                   int64_t ld) -> std::array<Value, 2> {
+    return {pairAt(mem, at, n0 * ld + k0), pairAt(mem, at, n0 * ld + k0 + 8)};
+  };
+  Value qAt = e.add(laneOffset(qkLd()), e.mul(rowBase, qkLd()));
   Value negInf = e.f32(-INFINITY);
   SmallVector<Value> init;
   for (int64_t i = 0; i < 2 * mt; ++i)
@@ -321,33 +374,39 @@ gpu::GPUFuncOp AttentionKernelGenerator::buildKernel(TypeRange argTypes,
     return x;
   };
 
-  // One key tile: stage K and V^T, S = Q K^T, the online softmax, O += P V.
+  // One key tile: K and V^T into shared memory (with convert-once: wait
+  // for this tile's cp.async group after issuing the next tile's), S = Q
+  // K^T, the online softmax, O += P V.
   auto step = [&](Value kt, ValueRange carried,
                   bool diagonal) -> SmallVector<Value> {
     SmallVector<Value> state(carried);
     Value t0 = e.mul(kt, kKeyTile);
-    e.barrier(); // every warp is done with the previous tile
     if (plan.convertOnce) {
-      copyTile(k, e.mul(e.add(e.mul(batchHead, paddedLength), t0), DQK()),
-               e.idx(DQK()), kKeyTile, DQK(), kS, qkLd());
-      copyTile(v, e.add(e.mul(e.mul(batchHead, DV()), paddedLength), t0),
-               paddedLength, DV(), kKeyTile, vT, vLd());
+      // The next tile's stage was last read in the previous step, which
+      // ended with a barrier.
+      Value nextKt = e.add(kt, 1);
+      e.ifThen(e.ult(nextKt, endTile), [&] { stageAsync(nextKt); });
+      Value group = commitGroup();
+      nvgpu::DeviceAsyncWaitOp::create(b, group, b.getI32IntegerAttr(1));
+      e.barrier();
     } else {
-      stageRows(k, t0, kKeyTile, kS, e.idx(0), e.idx(qkLd()), Value());
-      stageValueT(t0, vT, e.idx(0), e.idx(vLd()));
+      e.barrier(); // every warp is done with the previous tile
+      stageRows(k, t0, kKeyTile, stages, e.idx(0), e.idx(qkLd()), Value());
+      stageValueT(t0, stages, e.idx(kElems()), e.idx(vLd()));
+      e.barrier();
     }
-    e.barrier();
+    Value base = stageBase(kt);
+    Value kAt = e.add(base, laneOffset(qkLd()));
+    Value vAt = e.add(e.add(base, kElems()), laneOffset(vLd()));
 
-    // S = Q K^T, rows [rowBase + 16 m, +16) by the 64 keys.
+    // S = Q K^T, the warp's rows by the 64 keys.
     SmallVector<Frag4> s(mt * nS, e.zeroFrag());
     for (int64_t ks = 0; ks < kSteps; ++ks) {
       SmallVector<Frag4> a;
       for (int64_t m = 0; m < mt; ++m)
-        a.push_back(e.fragA(qS, e.idx(0), e.add(rowBase, 16 * m),
-                            e.idx(16 * ks), qkLd()));
+        a.push_back(fragA(qS, qAt, 16 * m * qkLd() + 16 * ks, qkLd()));
       for (int64_t j = 0; j < nS; ++j) {
-        auto bFrag =
-            e.fragB(kS, e.idx(0), e.idx(8 * j), e.idx(16 * ks), qkLd());
+        auto bFrag = fragB(stages, kAt, 8 * j, 16 * ks, qkLd());
         for (int64_t m = 0; m < mt; ++m)
           s[m * nS + j] = e.mma(a[m], bFrag, s[m * nS + j]);
       }
@@ -401,7 +460,7 @@ gpu::GPUFuncOp AttentionKernelGenerator::buildKernel(TypeRange argTypes,
                       e.packPair(hi[0], hi[1]), e.packPair(hi[2], hi[3])});
       }
       for (int64_t n = 0; n < nO; ++n) {
-        auto bFrag = e.fragB(vT, e.idx(0), e.idx(8 * n), e.idx(16 * ps), vLd());
+        auto bFrag = fragB(stages, vAt, 8 * n, 16 * ps, vLd());
         for (int64_t m = 0; m < mt; ++m) {
           int64_t at = oAt(m, n);
           Frag4 acc = {state[at], state[at + 1], state[at + 2], state[at + 3]};
@@ -411,18 +470,16 @@ gpu::GPUFuncOp AttentionKernelGenerator::buildKernel(TypeRange argTypes,
         }
       }
     }
+    if (plan.convertOnce)
+      e.barrier(); // every warp is done with this tile's stage
     return state;
   };
 
-  // Key tiles entirely before the query tile need no mask; the diagonal
-  // ones (queryTile / 64 of them) do. Tiles after the query tile are never
-  // visited.
-  Value firstDiagonal = e.div(q0, kKeyTile);
   SmallVector<Value> state = e.forLoop(
       e.idx(0), firstDiagonal, 1, init,
       [&](Value kt, ValueRange carried) { return step(kt, carried, false); });
   state = e.forLoop(
-      firstDiagonal, e.add(firstDiagonal, queryTile / kKeyTile), 1, state,
+      firstDiagonal, endTile, 1, state,
       [&](Value kt, ValueRange carried) { return step(kt, carried, true); });
 
   // Epilogue: O / l times sigmoid(gate), and lse = ln(2) m + ln(l).
@@ -487,7 +544,7 @@ void AttentionKernelGenerator::generate() {
   Value length = memref::DimOp::create(b, q, 1);
   Value heads = memref::DimOp::create(b, q, 2);
   Value numQTiles = e.div(e.add(length, queryTile - 1), queryTile);
-  Value one = e.idx(1), threads = e.idx(kThreads);
+  Value one = e.idx(1);
 
   if (plan.convertOnce) {
     // bf16 K [B, H, Tp, DQK] and V^T [B, H, DV, Tp] in device memory
@@ -517,7 +574,7 @@ void AttentionKernelGenerator::generate() {
     gpu::GPUFuncOp convert = buildKernel(convertTypes, /*convert=*/true);
     gpu::LaunchFuncOp::create(
         b, convert, gpu::KernelDim3{numKTiles, heads, batch},
-        gpu::KernelDim3{threads, one, one},
+        gpu::KernelDim3{e.idx(kConvertThreads), one, one},
         arith::ConstantIntOp::create(b, 0, 32).getResult(), convertArgs);
     kernelArgs[1] = kb;
     kernelArgs[2] = vtb;
@@ -551,7 +608,7 @@ void AttentionKernelGenerator::generate() {
   gpu::GPUFuncOp kernel = buildKernel(argTypes, /*convert=*/false);
   gpu::LaunchFuncOp::create(
       b, kernel, gpu::KernelDim3{numQTiles, heads, batch},
-      gpu::KernelDim3{threads, one, one},
+      gpu::KernelDim3{e.idx(threads()), one, one},
       arith::ConstantIntOp::create(b, sharedBytes(), 32).getResult(),
       kernelArgs);
 
@@ -577,8 +634,8 @@ struct MoEGenerateAttentionKernelsPass
 void MoEGenerateAttentionKernelsPass::runOnOperation() {
   ModuleOp module = getOperation();
   MLIRContext *ctx = &getContext();
-  if (queryTile != 64 && queryTile != 128) {
-    module.emitError() << "expects query-tile 64 or 128, got "
+  if (queryTile != 64 && queryTile != 128 && queryTile != 256) {
+    module.emitError() << "expects query-tile 64, 128 or 256, got "
                        << static_cast<int64_t>(queryTile);
     return signalPassFailure();
   }
@@ -617,14 +674,17 @@ void MoEGenerateAttentionKernelsPass::runOnOperation() {
                        convertOnce};
     op.emitRemark() << "mla_attention GPU kernel: query tile "
                     << static_cast<int64_t>(queryTile) << " ("
-                    << static_cast<int64_t>(queryTile) / kWarps
-                    << " rows per warp), key tile " << kKeyTile << ", d_qk "
-                    << qkDim << ", d_v " << valueDim
-                    << ", mma.sync m16n8k16 bf16, "
+                    << static_cast<int64_t>(queryTile) /
+                           (queryTile <= 128 ? 16 : 32)
+                    << " warps of " << (queryTile <= 128 ? 16 : 32)
+                    << " rows), key tile " << kKeyTile << ", d_qk " << qkDim
+                    << ", d_v " << valueDim << ", mma.sync m16n8k16 bf16, "
                     << (plan.hasGate ? "sigmoid gate fused" : "no gate") << ", "
                     << (plan.writeLse ? "lse written" : "lse unused") << ", "
-                    << (plan.convertOnce ? "bf16 K and V^T converted once"
-                                         : "K and V converted per block");
+                    << (plan.convertOnce
+                            ? "bf16 K and V^T converted once, staged by "
+                              "cp.async one key tile ahead"
+                            : "K and V converted per block");
     plans.push_back(plan);
   });
   if (plans.empty())

@@ -183,17 +183,24 @@ def MoEGenerateAttentionKernels
     of the results: the causal FlashAttention-2 forward of ALGORITHMS.md
     section 3.2.
 
-    * One block of four warps (128 threads) per (query tile of
-      `query-tile` rows, head, batch); the last query tiles (which see the
-      most keys) are scheduled first. Warp `w` owns `query-tile / 4` query
-      rows, as 16-row `mma.sync` fragments.
+    * One block per (query tile of `query-tile` rows, head, batch); the
+      last query tiles (which see the most keys) are scheduled first. Each
+      warp owns 16 query rows (one row of 16-row `mma.sync` fragments) for
+      query tiles of 64 and 128 (four or eight warps), 32 rows for 256
+      (eight warps, each K and V^T fragment used twice).
     * The query tile is staged once in shared memory as bf16, scaled by
       `scale * log2(e)` (so that `exp2` gives the natural-base softmax).
     * With `convert-once` (the default), a prep kernel `<name>_convert`
       (one block per key tile, head and batch) first writes K and `V^T` as
       bf16 to device buffers (`gpu.alloc`), padded to whole key tiles with
-      zeros; the forward kernel then stages them with 16-byte copies.
-    * For every key tile of 64 keys up to the diagonal, the block stages K
+      zeros; the forward kernel then stages them with 16-byte `cp.async`
+      copies (`nvgpu.device_async_copy`, bypassing L1) into two shared
+      stages, double-buffered one key tile ahead: each step issues the next
+      tile's copies as a group, waits for all but that group, and computes
+      on its own stage (two barriers per step). Fragment loads address a
+      per-tile lane offset plus constants, which fold into the loads.
+    * For every key tile of 64 keys up to the diagonal (clamped to the
+      padded length), the block stages K
       (64 x D_qk, row-major: the n-major B operand of `S = Q K^T`) and
       `V^T` (D_v x 64, transposed while staging: the n-major B operand of
       `O += P V`) in shared memory as bf16, with rows padded by 8 elements
@@ -218,8 +225,9 @@ def MoEGenerateAttentionKernels
   }];
   let options = [
     Option<"queryTile", "query-tile", "int64_t", "64",
-           "Query rows per block: 64 (16 rows per warp) or 128 (32 rows per "
-           "warp, each K and V fragment used twice)">,
+           "Query rows per block: 64 (four warps of 16 rows), 128 (eight "
+           "warps of 16 rows) or 256 (eight warps of 32 rows, each K and V "
+           "fragment used twice)">,
     Option<"convertOnce", "convert-once", "bool", "true",
            "Convert K and V to bf16 once, in a prep kernel that writes K "
            "[B, H, Tp, D_qk] and V^T [B, H, D_v, Tp] to device buffers "
@@ -238,6 +246,7 @@ def MoEGenerateAttentionKernels
     "::mlir::math::MathDialect",
     "::mlir::memref::MemRefDialect",
     "::mlir::NVVM::NVVMDialect",
+    "::mlir::nvgpu::NVGPUDialect",
     "::mlir::LLVM::LLVMDialect",
     "::mlir::scf::SCFDialect",
     "::mlir::vector::VectorDialect"
