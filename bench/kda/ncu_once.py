@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-# bench/kda/profile.py - one call of our @kda_forward at B=1, H=16, K=V=128,
+# bench/kda/ncu_once.py - one call of our @kda_forward at B=1, H=16, K=V=128,
 # for a profiler to attach to, e.g. on the GPU machine after run.sh built the
 # libraries:
 #   ncu --launch-count 2 --section SpeedOfLight --section Occupancy \
-#       --section WarpStateStats python3 bench/kda/profile.py --T 16384
+#       --section WarpStateStats python3 bench/kda/ncu_once.py --T 16384
+# (Not named profile.py: that would shadow the standard library module
+# that torch imports when bench.py runs from this folder.)
 import argparse
 import os
 import sys
