@@ -109,16 +109,11 @@ private:
 /// kernel: k, v, the bf16 K and the bf16 V^T.
 gpu::GPUFuncOp AttentionKernelGenerator::buildKernel(TypeRange argTypes,
                                                      bool convert) {
-  MLIRContext *ctx = module.getContext();
-  OpBuilder top(ctx);
-  top.setInsertionPointToEnd(module.getBody());
   const int64_t nThreads = convert ? kConvertThreads : threads();
-  auto func = gpu::GPUFuncOp::create(top, plan.op.getLoc(),
-                                     convert ? name + "_convert" : name,
-                                     FunctionType::get(ctx, argTypes, {}));
-  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), UnitAttr::get(ctx));
-  func.setKnownBlockSizeAttr(
-      DenseI32ArrayAttr::get(ctx, {static_cast<int32_t>(nThreads), 1, 1}));
+  gpu::GPUFuncOp func =
+      createKernel(module, plan.op.getLoc(), convert ? name + "_convert" : name,
+                   argTypes, nThreads);
+  MLIRContext *ctx = func.getContext();
 
   ImplicitLocOpBuilder b = ImplicitLocOpBuilder::atBlockBegin(
       plan.op.getLoc(), &func.getBody().front());
@@ -158,12 +153,8 @@ gpu::GPUFuncOp AttentionKernelGenerator::buildKernel(TypeRange argTypes,
 
   // Shared memory.
   Value smem = convert ? Value() : e.dynamicSharedMemory();
-  auto space = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
   auto view = [&](int64_t offsetElems, int64_t count) -> Value {
-    auto type =
-        MemRefType::get({count}, bf16, MemRefLayoutAttrInterface(), space);
-    return memref::ViewOp::create(b, type, smem, e.idx(offsetElems * 2),
-                                  ValueRange{});
+    return e.sharedView(smem, offsetElems * 2, count, bf16);
   };
   Value qS, stages;
   if (!convert) {
@@ -529,12 +520,7 @@ void AttentionKernelGenerator::generate() {
   DeviceEmitter e(b);
   Type f32 = b.getF32Type();
 
-  auto toBuffer = [&](Value tensor) -> Value {
-    auto type = cast<RankedTensorType>(tensor.getType());
-    auto memType = MemRefType::get(type.getShape(), type.getElementType());
-    return bufferization::ToBufferOp::create(b, memType, tensor,
-                                             /*readOnly=*/true);
-  };
+  auto toBuffer = [&](Value tensor) { return readOnlyBuffer(b, tensor); };
   SmallVector<Value> kernelArgs = {
       toBuffer(op.getQuery()), toBuffer(op.getKey()), toBuffer(op.getValue())};
   if (plan.hasGate)
@@ -547,26 +533,13 @@ void AttentionKernelGenerator::generate() {
   Value one = e.idx(1);
 
   if (plan.convertOnce) {
-    // bf16 K [B, H, Tp, DQK] and V^T [B, H, DV, Tp] in device memory
-    // (allocations lower only in their asynchronous form: chained on one
-    // token, waited for once); buffer deallocation frees them after the
-    // launches.
+    // bf16 K [B, H, Tp, DQK] and V^T [B, H, DV, Tp] in device memory.
     Value numKTiles = e.div(e.add(length, kKeyTile - 1), kKeyTile);
     Value rows = e.mul(e.mul(e.mul(batch, heads), numKTiles), kKeyTile);
-    Type tokenType = gpu::AsyncTokenType::get(b.getContext());
-    Value token =
-        gpu::WaitOp::create(b, tokenType, ValueRange()).getAsyncToken();
-    auto deviceBuffer = [&](Value count) -> Value {
-      auto memType = MemRefType::get({ShapedType::kDynamic}, b.getBF16Type());
-      auto alloc = gpu::AllocOp::create(b, memType, tokenType,
-                                        ValueRange{token}, ValueRange{count},
-                                        ValueRange(), /*hostShared=*/false);
-      token = alloc.getAsyncToken();
-      return alloc.getMemref();
-    };
-    Value kb = deviceBuffer(e.mul(rows, DQK()));
-    Value vtb = deviceBuffer(e.mul(rows, DV()));
-    gpu::WaitOp::create(b, Type(), ValueRange{token});
+    SmallVector<Value> copies =
+        allocateDeviceBuffers(b, {{e.mul(rows, DQK()), b.getBF16Type()},
+                                  {e.mul(rows, DV()), b.getBF16Type()}});
+    Value kb = copies[0], vtb = copies[1];
     SmallVector<Value> convertArgs = {kernelArgs[1], kernelArgs[2], kb, vtb};
     SmallVector<Type> convertTypes;
     for (Value v : convertArgs)
@@ -580,25 +553,18 @@ void AttentionKernelGenerator::generate() {
     kernelArgs[2] = vtb;
   }
 
-  auto dynSizes = [&](RankedTensorType type, ValueRange sizes) {
-    SmallVector<Value> dyn;
-    for (int64_t i = 0; i < type.getRank(); ++i)
-      if (type.isDynamicDim(i))
-        dyn.push_back(sizes[i]);
-    return dyn;
-  };
   // Results in host memory (host-shared once the GPU mapping runs).
   auto outType = cast<RankedTensorType>(op.getOutput().getType());
   Value outBuf = memref::AllocOp::create(
       b, MemRefType::get(outType.getShape(), f32),
-      dynSizes(outType, {batch, length, heads, e.idx(DV())}));
+      dynamicSizes(outType, {batch, length, heads, e.idx(DV())}));
   kernelArgs.push_back(outBuf);
   auto lseType = cast<RankedTensorType>(op.getLse().getType());
   Value lseBuf;
   if (plan.writeLse) {
     lseBuf =
         memref::AllocOp::create(b, MemRefType::get(lseType.getShape(), f32),
-                                dynSizes(lseType, {batch, heads, length}));
+                                dynamicSizes(lseType, {batch, heads, length}));
     kernelArgs.push_back(lseBuf);
   }
 
@@ -633,7 +599,6 @@ struct MoEGenerateAttentionKernelsPass
 
 void MoEGenerateAttentionKernelsPass::runOnOperation() {
   ModuleOp module = getOperation();
-  MLIRContext *ctx = &getContext();
   if (queryTile != 64 && queryTile != 128 && queryTile != 256) {
     module.emitError() << "expects query-tile 64, 128 or 256, got "
                        << static_cast<int64_t>(queryTile);
@@ -690,14 +655,8 @@ void MoEGenerateAttentionKernelsPass::runOnOperation() {
   if (plans.empty())
     return;
 
-  module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
-                  UnitAttr::get(ctx));
-  OpBuilder builder(ctx);
-  builder.setInsertionPointToEnd(module.getBody());
-  auto gpuModule = gpu::GPUModuleOp::create(builder, module.getLoc(),
-                                            "moe_attention_kernels");
-  SymbolTable symbols(module);
-  symbols.insert(gpuModule);
+  gpu::GPUModuleOp gpuModule =
+      createKernelModule(module, "moe_attention_kernels");
 
   for (auto [n, plan] : llvm::enumerate(plans)) {
     AttentionKernelGenerator generator(

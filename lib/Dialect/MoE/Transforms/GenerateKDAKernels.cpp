@@ -130,17 +130,8 @@ private:
            2 * stagedChunkLayout().elements * 2;
   }
 
-  /// An empty kernel `<prefix><suffix>` of `threads` threads in the GPU
-  /// module.
-  gpu::GPUFuncOp createKernel(StringRef suffix, TypeRange argTypes,
-                              int64_t threads);
   gpu::GPUFuncOp buildPrepKernel(TypeRange argTypes);
   gpu::GPUFuncOp buildStateKernel(TypeRange argTypes);
-
-  /// A typed 1-D view of `count` elements at byte `offset` of the dynamic
-  /// shared memory.
-  Value sharedView(DeviceEmitter &e, Value base, int64_t offset, int64_t count,
-                   Type elementType);
 
   KDAPlan plan;
   int64_t valueTile;
@@ -148,36 +139,11 @@ private:
   std::string prefix;
 };
 
-Value KDAKernelGenerator::sharedView(DeviceEmitter &e, Value base,
-                                     int64_t offset, int64_t count,
-                                     Type elementType) {
-  auto space = gpu::AddressSpaceAttr::get(e.b.getContext(),
-                                          gpu::AddressSpace::Workgroup);
-  auto type =
-      MemRefType::get({count}, elementType, MemRefLayoutAttrInterface(), space);
-  return memref::ViewOp::create(e.b, type, base, e.idx(offset), ValueRange{});
-}
-
-gpu::GPUFuncOp KDAKernelGenerator::createKernel(StringRef suffix,
-                                                TypeRange argTypes,
-                                                int64_t threads) {
-  MLIRContext *ctx = module.getContext();
-  OpBuilder top(ctx);
-  top.setInsertionPointToEnd(module.getBody());
-  auto func =
-      gpu::GPUFuncOp::create(top, plan.op.getLoc(), (prefix + suffix).str(),
-                             FunctionType::get(ctx, argTypes, {}));
-  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), UnitAttr::get(ctx));
-  func.setKnownBlockSizeAttr(
-      DenseI32ArrayAttr::get(ctx, {static_cast<int32_t>(threads), 1, 1}));
-  return func;
-}
-
 /// Argument order of kda_prep: q, k, v, beta, then either (raw gate,
 /// dt_bias[, A_log]) or the log-decay, then W, U, Qd, KdT, Aqk, egl.
 gpu::GPUFuncOp KDAKernelGenerator::buildPrepKernel(TypeRange argTypes) {
-  gpu::GPUFuncOp func = createKernel("_prep", argTypes, kPrepThreads);
-  MLIRContext *ctx = func.getContext();
+  gpu::GPUFuncOp func = createKernel(module, plan.op.getLoc(), prefix + "_prep",
+                                     argTypes, kPrepThreads);
   ImplicitLocOpBuilder b = ImplicitLocOpBuilder::atBlockBegin(
       plan.op.getLoc(), &func.getBody().front());
   DeviceEmitter e(b);
@@ -212,17 +178,17 @@ gpu::GPUFuncOp KDAKernelGenerator::buildPrepKernel(TypeRange argTypes) {
   // Shared memory.
   Value smem = e.dynamicSharedMemory();
   int64_t off = 0;
-  Value gamma = sharedView(e, smem, off, kChunk * K(), f32);
+  Value gamma = e.sharedView(smem, off, kChunk * K(), f32);
   off += gammaBytes();
-  Value rq = sharedView(e, smem, off, kChunk, f32);
-  Value rk = sharedView(e, smem, off + kChunk * 4, kChunk, f32);
-  Value betaS = sharedView(e, smem, off + 2 * kChunk * 4, kChunk, f32);
+  Value rq = e.sharedView(smem, off, kChunk, f32);
+  Value rk = e.sharedView(smem, off + kChunk * 4, kChunk, f32);
+  Value betaS = e.sharedView(smem, off + 2 * kChunk * 4, kChunk, f32);
   off += rowBytes();
-  Value lS = sharedView(e, smem, off, kChunk * kChunk, f32);
+  Value lS = e.sharedView(smem, off, kChunk * kChunk, f32);
   off += lBytes();
-  Value inv = sharedView(e, smem, off, kChunk * kInverseLd, f32);
+  Value inv = e.sharedView(smem, off, kChunk * kInverseLd, f32);
   off += inverseBytes();
-  Value tiles = sharedView(e, smem, off, tileBytes() / 2, bf16);
+  Value tiles = e.sharedView(smem, off, tileBytes() / 2, bf16);
 
   // Masked input reads: rows past the sequence read as zero.
   auto validRow = [&](Value t) { return e.ult(e.add(t0, t), length); };
@@ -639,7 +605,8 @@ gpu::GPUFuncOp KDAKernelGenerator::buildPrepKernel(TypeRange argTypes) {
 
 /// Argument order of kda_state: W, U, Qd, KdT, Aqk, egl, O, final state.
 gpu::GPUFuncOp KDAKernelGenerator::buildStateKernel(TypeRange argTypes) {
-  gpu::GPUFuncOp func = createKernel("_state", argTypes, kThreads);
+  gpu::GPUFuncOp func = createKernel(module, plan.op.getLoc(),
+                                     prefix + "_state", argTypes, kThreads);
   ImplicitLocOpBuilder b = ImplicitLocOpBuilder::atBlockBegin(
       plan.op.getLoc(), &func.getBody().front());
   DeviceEmitter e(b);
@@ -662,11 +629,11 @@ gpu::GPUFuncOp KDAKernelGenerator::buildStateKernel(TypeRange argTypes) {
   Value smem = e.dynamicSharedMemory();
   int64_t hLd = K() + kPad, vLd = tokenLd();
   StagedChunk layout = stagedChunkLayout();
-  Value hT = sharedView(e, smem, 0, valueTile * hLd, bf16);
-  Value vnT = sharedView(e, smem, valueTile * hLd * 2, valueTile * vLd, bf16);
+  Value hT = e.sharedView(smem, 0, valueTile * hLd, bf16);
+  Value vnT = e.sharedView(smem, valueTile * hLd * 2, valueTile * vLd, bf16);
   int64_t stagedOffset = (valueTile * hLd + valueTile * vLd) * 2;
-  Value staged = sharedView(e, smem, stagedOffset, 2 * layout.elements, bf16);
-  Value stagedF32 = sharedView(e, smem, stagedOffset, layout.elements, f32);
+  Value staged = e.sharedView(smem, stagedOffset, 2 * layout.elements, bf16);
+  Value stagedF32 = e.sharedView(smem, stagedOffset, layout.elements, f32);
   Value zero = e.f32(0.0);
 
   e.forLoop(e.idx(0), e.idx(valueTile * hLd / kThreads + 1), 1, [&](Value i) {
@@ -865,17 +832,11 @@ gpu::GPUFuncOp KDAKernelGenerator::buildStateKernel(TypeRange argTypes) {
 
 void KDAKernelGenerator::generate() {
   KDAOp op = plan.op;
-  MLIRContext *ctx = op.getContext();
   ImplicitLocOpBuilder b(op.getLoc(), op);
   DeviceEmitter e(b);
   Type f32 = b.getF32Type(), bf16 = b.getBF16Type();
 
-  auto toBuffer = [&](Value tensor) -> Value {
-    auto type = cast<RankedTensorType>(tensor.getType());
-    auto memType = MemRefType::get(type.getShape(), type.getElementType());
-    return bufferization::ToBufferOp::create(b, memType, tensor,
-                                             /*readOnly=*/true);
-  };
+  auto toBuffer = [&](Value tensor) { return readOnlyBuffer(b, tensor); };
   Value rawQ = plan.queryNorm ? plan.queryNorm.getInput() : op.getQuery();
   Value rawK = plan.keyNorm ? plan.keyNorm.getInput() : op.getKey();
   SmallVector<Value> prepArgs = {toBuffer(rawQ), toBuffer(rawK),
@@ -897,45 +858,25 @@ void KDAKernelGenerator::generate() {
   Value numChunks = e.div(e.add(length, kChunk - 1), kChunk);
   Value chunks = e.mul(e.mul(batch, heads), numChunks);
 
-  // Device buffers between the two kernels (device allocations lower only
-  // in their asynchronous form: chained on one token, waited for once).
-  Type tokenType = gpu::AsyncTokenType::get(ctx);
-  Value token = gpu::WaitOp::create(b, tokenType, ValueRange()).getAsyncToken();
-  auto deviceBuffer = [&](Value count, Type type) -> Value {
-    auto memType = MemRefType::get({ShapedType::kDynamic}, type);
-    auto alloc = gpu::AllocOp::create(b, memType, tokenType, ValueRange{token},
-                                      ValueRange{count}, ValueRange(),
-                                      /*hostShared=*/false);
-    token = alloc.getAsyncToken();
-    return alloc.getMemref();
-  };
-  Value wBuf = deviceBuffer(e.mul(chunks, kChunk * K()), bf16);
-  Value uBuf = deviceBuffer(e.mul(chunks, kChunk * V()), bf16);
-  Value qdBuf = deviceBuffer(e.mul(chunks, kChunk * K()), bf16);
-  Value kdtBuf = deviceBuffer(e.mul(chunks, kChunk * K()), bf16);
-  Value aqkBuf = deviceBuffer(e.mul(chunks, kChunk * kChunk), bf16);
-  Value eglBuf = deviceBuffer(e.mul(chunks, K()), f32);
-  SmallVector<Value> intermediates = {wBuf,   uBuf,   qdBuf,
-                                      kdtBuf, aqkBuf, eglBuf};
-  gpu::WaitOp::create(b, Type(), ValueRange{token});
+  // Device buffers between the two kernels.
+  SmallVector<Value> intermediates =
+      allocateDeviceBuffers(b, {{e.mul(chunks, kChunk * K()), bf16},    // W
+                                {e.mul(chunks, kChunk * V()), bf16},    // U
+                                {e.mul(chunks, kChunk * K()), bf16},    // Qd
+                                {e.mul(chunks, kChunk * K()), bf16},    // Kd^T
+                                {e.mul(chunks, kChunk * kChunk), bf16}, // Aqk
+                                {e.mul(chunks, K()), f32}}); // exp(Gamma_last)
   prepArgs.append(intermediates);
 
   // Results in host memory (host-shared once the GPU mapping runs).
   auto outType = cast<RankedTensorType>(op.getOutput().getType());
   auto stateType = cast<RankedTensorType>(op.getFinalState().getType());
-  auto dynSizes = [&](RankedTensorType type, ValueRange sizes) {
-    SmallVector<Value> dyn;
-    for (int64_t i = 0; i < type.getRank(); ++i)
-      if (type.isDynamicDim(i))
-        dyn.push_back(sizes[i]);
-    return dyn;
-  };
   Value outBuf = memref::AllocOp::create(
       b, MemRefType::get(outType.getShape(), f32),
-      dynSizes(outType, {batch, length, heads, e.idx(V())}));
+      dynamicSizes(outType, {batch, length, heads, e.idx(V())}));
   Value stateBuf = memref::AllocOp::create(
       b, MemRefType::get(stateType.getShape(), f32),
-      dynSizes(stateType, {batch, heads, e.idx(0), e.idx(0)}));
+      dynamicSizes(stateType, {batch, heads, e.idx(0), e.idx(0)}));
 
   SmallVector<Type> prepTypes, stateTypes;
   for (Value v : prepArgs)
@@ -968,7 +909,6 @@ void KDAKernelGenerator::generate() {
       b, stateType, stateBuf, /*restrict=*/true, /*writable=*/true);
   op.getOutput().replaceAllUsesWith(outTensor);
   op.getFinalState().replaceAllUsesWith(stateTensor);
-  (void)ctx;
 }
 
 /// Reads and writes of every memref operand of a launch (what a kernel does
@@ -1093,14 +1033,7 @@ void MoEGenerateKDAKernelsPass::runOnOperation() {
   if (plans.empty())
     return;
 
-  module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
-                  UnitAttr::get(ctx));
-  OpBuilder builder(ctx);
-  builder.setInsertionPointToEnd(module.getBody());
-  auto gpuModule =
-      gpu::GPUModuleOp::create(builder, module.getLoc(), "moe_kda_kernels");
-  SymbolTable symbols(module);
-  symbols.insert(gpuModule);
+  gpu::GPUModuleOp gpuModule = createKernelModule(module, "moe_kda_kernels");
 
   for (auto [n, plan] : llvm::enumerate(plans)) {
     KDAKernelGenerator generator(plan, valueTile, gpuModule,

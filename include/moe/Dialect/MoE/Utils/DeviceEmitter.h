@@ -25,6 +25,7 @@
 #define MOE_DIALECT_MOE_UTILS_DEVICEEMITTER_H
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -32,7 +33,9 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/SymbolTable.h"
 
 #include <array>
 #include <numeric>
@@ -189,6 +192,17 @@ public:
                            MemRefLayoutAttrInterface(), space));
   }
 
+  /// A typed 1-D view of `count` elements at byte `offset` of the dynamic
+  /// shared memory `smem` (from dynamicSharedMemory()).
+  Value sharedView(Value smem, int64_t offset, int64_t count,
+                   Type elementType) {
+    auto space = gpu::AddressSpaceAttr::get(b.getContext(),
+                                            gpu::AddressSpace::Workgroup);
+    auto type = MemRefType::get({count}, elementType,
+                                MemRefLayoutAttrInterface(), space);
+    return memref::ViewOp::create(b, type, smem, idx(offset), ValueRange{});
+  }
+
   /// Lane coordinates: g = lane / 4 and c = 2 * (lane % 4).
   void setLane(Value lane) {
     laneGroup = div(lane, 4);
@@ -285,6 +299,78 @@ public:
     });
   }
 };
+
+//===----------------------------------------------------------------------===//
+// The host side of generated kernels
+//===----------------------------------------------------------------------===//
+
+/// A new gpu.module `name` at the end of `module` (renamed if the name is
+/// taken); `module` becomes a GPU container module.
+inline gpu::GPUModuleOp createKernelModule(ModuleOp module, StringRef name) {
+  MLIRContext *ctx = module.getContext();
+  module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                  UnitAttr::get(ctx));
+  OpBuilder builder(ctx);
+  builder.setInsertionPointToEnd(module.getBody());
+  auto kernels = gpu::GPUModuleOp::create(builder, module.getLoc(), name);
+  SymbolTable(module).insert(kernels);
+  return kernels;
+}
+
+/// An empty kernel `name` of `threads` threads (its known block size) at the
+/// end of `kernels`.
+inline gpu::GPUFuncOp createKernel(gpu::GPUModuleOp kernels, Location loc,
+                                   StringRef name, TypeRange argTypes,
+                                   int64_t threads) {
+  MLIRContext *ctx = kernels.getContext();
+  OpBuilder builder(ctx);
+  builder.setInsertionPointToEnd(kernels.getBody());
+  auto func = gpu::GPUFuncOp::create(builder, loc, name,
+                                     FunctionType::get(ctx, argTypes, {}));
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), UnitAttr::get(ctx));
+  func.setKnownBlockSizeAttr(
+      DenseI32ArrayAttr::get(ctx, {static_cast<int32_t>(threads), 1, 1}));
+  return func;
+}
+
+/// `tensor` as a read-only buffer with the identity layout, for a launch.
+inline Value readOnlyBuffer(ImplicitLocOpBuilder &b, Value tensor) {
+  auto type = cast<RankedTensorType>(tensor.getType());
+  auto memType = MemRefType::get(type.getShape(), type.getElementType());
+  return bufferization::ToBufferOp::create(b, memType, tensor,
+                                           /*readOnly=*/true);
+}
+
+/// 1-D device buffers of (element count, element type) each. Device
+/// allocations lower only in their asynchronous form: they are chained on
+/// one token and waited for once. Buffer deallocation frees them.
+inline SmallVector<Value>
+allocateDeviceBuffers(ImplicitLocOpBuilder &b,
+                      ArrayRef<std::pair<Value, Type>> buffers) {
+  Type tokenType = gpu::AsyncTokenType::get(b.getContext());
+  Value token = gpu::WaitOp::create(b, tokenType, ValueRange()).getAsyncToken();
+  SmallVector<Value> memrefs;
+  for (auto [count, elementType] : buffers) {
+    auto memType = MemRefType::get({ShapedType::kDynamic}, elementType);
+    auto alloc = gpu::AllocOp::create(b, memType, tokenType, ValueRange{token},
+                                      ValueRange{count}, ValueRange(),
+                                      /*hostShared=*/false);
+    token = alloc.getAsyncToken();
+    memrefs.push_back(alloc.getMemref());
+  }
+  gpu::WaitOp::create(b, Type(), ValueRange{token});
+  return memrefs;
+}
+
+/// The entries of `sizes` (one per dimension) at the dynamic dimensions of
+/// `type`, as memref.alloc takes them.
+inline SmallVector<Value> dynamicSizes(ShapedType type, ValueRange sizes) {
+  SmallVector<Value> dynamic;
+  for (int64_t i = 0; i < type.getRank(); ++i)
+    if (type.isDynamicDim(i))
+      dynamic.push_back(sizes[i]);
+  return dynamic;
+}
 
 } // namespace mlir::moe
 
