@@ -38,6 +38,8 @@ struct AdapterState {
   bool timing = false;
   std::vector<std::pair<CUevent, CUevent>> launchEvents;
   std::vector<double> lastTimes;
+  /// The dynamic shared memory each kernel has been allowed so far.
+  std::unordered_map<void *, int32_t> sharedLimits;
 };
 
 AdapterState &state() {
@@ -184,6 +186,12 @@ void *mgpuModuleLoadJIT(void *data, int optLevel) {
 void mgpuModuleUnload(void *module) {
   if (!module || failed())
     return;
+  // Its functions' handles may be reused by a later module.
+  {
+    AdapterState &s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.sharedLimits.clear();
+  }
   MOERT_MLIR_CHECK(cuModuleUnload(static_cast<CUmodule>(module)));
 }
 
@@ -210,16 +218,26 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
     return; // An empty grid (e.g. batch 0) launches nothing.
   auto kernel = static_cast<CUfunction>(function);
   auto cuStream = static_cast<CUstream>(stream);
-  // More than 48 KiB of dynamic shared memory must be asked for.
-  // (and then the largest shared-memory carveout, so that as many blocks
-  // as the shared memory allows share an SM).
-  if (smem > 48 * 1024) {
-    MOERT_MLIR_CHECK(cuFuncSetAttribute(
-        kernel, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem));
-    MOERT_MLIR_CHECK(cuFuncSetAttribute(
-        kernel, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100));
-  }
   AdapterState &s = state();
+  // More than 48 KiB of dynamic shared memory must be asked for, once per
+  // kernel and size (and then the largest shared-memory carveout, so that
+  // as many blocks as the shared memory allows share an SM).
+  if (smem > 48 * 1024) {
+    bool allowed;
+    {
+      std::lock_guard<std::mutex> lock(s.mutex);
+      auto known = s.sharedLimits.find(function);
+      allowed = known != s.sharedLimits.end() && known->second >= smem;
+    }
+    if (!allowed) {
+      MOERT_MLIR_CHECK(cuFuncSetAttribute(
+          kernel, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem));
+      MOERT_MLIR_CHECK(cuFuncSetAttribute(
+          kernel, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100));
+      std::lock_guard<std::mutex> lock(s.mutex);
+      s.sharedLimits[function] = smem;
+    }
+  }
   bool timing;
   {
     std::lock_guard<std::mutex> lock(s.mutex);
