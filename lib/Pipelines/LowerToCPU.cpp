@@ -41,18 +41,20 @@ using namespace mlir;
 
 void mlir::moe::addMoEToUpstreamPasses(
     OpPassManager &pm,
-    llvm::function_ref<void(OpPassManager &)> beforeKDATiling) {
+    llvm::function_ref<void(OpPassManager &)> kernelGenerators) {
   // Passes that lower moe ops to upstream tensor-level IR go here, in order.
   // A whole model becomes a function of its packed parameters.
   pm.addPass(createConvertMoEModelToFunc());
   // Layer ops (moe.moe_ffn, ...) become primitive ops first.
   pm.addPass(createMoEDecompose());
+  // A back end's kernel generators take the primitive ops they handle
+  // first: before the routing fusion (which takes the MoE ops as a whole)
+  // and before the conversion below lowers away moe.decay_gate, which the
+  // decay-bound analysis reads.
+  if (kernelGenerators)
+    kernelGenerators(pm);
   // Routing, dispatch, grouped experts and combine -> fused tile IR.
   pm.addPass(createMoEFuseRouting());
-  // KDA is tiled first: the decay-bound analysis reads moe.decay_gate, which
-  // the conversion below lowers away.
-  if (beforeKDATiling)
-    beforeKDATiling(pm);
   pm.addPass(createMoETileLinearAttention());
   // MLA attention -> the causal online-softmax forward on tiles.
   pm.addPass(createMoETileAttention());

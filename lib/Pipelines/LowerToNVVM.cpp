@@ -75,9 +75,9 @@ struct HostLinalgToParallelLoopsPass
 
 void mlir::moe::buildLowerToNVVMPipeline(OpPassManager &pm,
                                          const LowerToNVVMOptions &options) {
-  // 1. moe -> upstream tensor IR as for the CPU, except that KDA and
-  // attention ops the kernel generators handle become tensor-core kernels
-  // first.
+  // 1. moe -> upstream tensor IR as for the CPU, except that the KDA,
+  // attention, routing and expert ops the kernel generators handle become
+  // GPU kernels first.
   addMoEToUpstreamPasses(pm, [&](OpPassManager &nested) {
     MoEGenerateKDAKernelsOptions kdaOptions;
     kdaOptions.diagonal = options.kdaDiagonal;
@@ -87,6 +87,8 @@ void mlir::moe::buildLowerToNVVMPipeline(OpPassManager &pm,
     attentionOptions.queryTile = options.attentionQueryTile;
     attentionOptions.convertOnce = options.attentionConvertOnce;
     nested.addPass(createMoEGenerateAttentionKernels(attentionOptions));
+    nested.addPass(createMoEGenerateRoutingKernels());
+    nested.addPass(createMoEGenerateExpertKernels());
   });
   if (options.emitCInterface)
     pm.addNestedPass<func::FuncOp>(LLVM::createLLVMRequestCWrappersPass());

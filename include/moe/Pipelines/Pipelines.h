@@ -85,11 +85,11 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
 /// lowered, since the decay-bound analysis reads it), attention tiling,
 /// convert-moe-to-linalg and convert-elementwise-to-linalg. A moe op that no
 /// pass lowers is rejected by bufferization with "op was not bufferized".
-/// `beforeKDATiling` adds a back end's own KDA passes (the GPU kernel
-/// generator) ahead of the tiling.
+/// `kernelGenerators` adds a back end's kernel generators (the GPU's) right
+/// after the decomposition, ahead of the routing fusion and the tilings.
 void addMoEToUpstreamPasses(
     OpPassManager &pm,
-    llvm::function_ref<void(OpPassManager &)> beforeKDATiling = nullptr);
+    llvm::function_ref<void(OpPassManager &)> kernelGenerators = nullptr);
 
 /// One-shot bufferization with identity layouts at function boundaries and
 /// buffer deallocation, shared by both back ends.

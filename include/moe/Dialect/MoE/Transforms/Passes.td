@@ -253,6 +253,69 @@ def MoEGenerateAttentionKernels
   ];
 }
 
+def MoEGenerateRoutingKernels
+    : Pass<"moe-generate-routing-kernels", "::mlir::ModuleOp"> {
+  let summary = "Generate GPU kernels for moe.route and its moe.dispatch";
+  let description = [{
+    The GPU back end's kernel generator for the routing half of an MoE FFN
+    (ALGORITHMS.md sections 4.1-4.5): each eligible `moe.route`, with the
+    `moe.dispatch` ops of its indices, becomes kernels in the `gpu.module`
+    `moe_routing_kernels` and their launches, between
+    `bufferization.to_buffer` of the operands and `bufferization.to_tensor`
+    of the results. Ops it does not take are left to `-moe-fuse-routing`
+    with a remark that says why.
+  }];
+  let statistics = [
+    Statistic<"numGenerated", "num-generated",
+              "Number of moe.route ops replaced by GPU kernels">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::NVVM::NVVMDialect",
+    "::mlir::nvgpu::NVGPUDialect",
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect"
+  ];
+}
+
+def MoEGenerateExpertKernels
+    : Pass<"moe-generate-expert-kernels", "::mlir::ModuleOp"> {
+  let summary = "Generate tensor-core grouped-GEMM GPU kernels for MoE experts";
+  let description = [{
+    The GPU back end's kernel generator for the expert half of an MoE FFN
+    (ALGORITHMS.md sections 4.4, 6 and 7.1): each eligible
+    `moe.expert_ffn` (grouped over expert-sorted rows) and `moe.glu_ffn`
+    (the shared expert: one group of all rows) becomes two grouped GEMM
+    kernels on tensor cores, the first with the gated activation fused
+    into its epilogue, and each `moe.combine` a weighted gather; they live
+    in the `gpu.module` `moe_expert_kernels`. Ops it does not take are left
+    to `-moe-fuse-routing` and `-convert-moe-to-linalg` with a remark that
+    says why.
+  }];
+  let statistics = [
+    Statistic<"numGenerated", "num-generated",
+              "Number of moe.expert_ffn, moe.glu_ffn and moe.combine ops "
+              "replaced by GPU kernels">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::NVVM::NVVMDialect",
+    "::mlir::nvgpu::NVGPUDialect",
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect"
+  ];
+}
+
 def MoETileAttention : Pass<"moe-tile-attention"> {
   let summary = "Tile moe.mla_attention into the causal online-softmax algorithm";
   let description = [{

@@ -31,6 +31,7 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -204,11 +205,59 @@ public:
   }
 
   /// Lane coordinates: g = lane / 4 and c = 2 * (lane % 4).
-  void setLane(Value lane) {
+  void setLane(Value laneId) {
+    lane = laneId;
     laneGroup = div(lane, 4);
     laneCol = mul(rem(lane, 4), 2);
   }
-  Value laneGroup, laneCol;
+  Value lane, laneGroup, laneCol;
+
+  /// `count` (1, 2 or 4) 8x8 bf16 matrices from shared memory by one
+  /// ldmatrix: lane l gives in `at` the element offset in `mem` of row
+  /// l % 8 of matrix l / 8; the result holds one 32-bit word per matrix,
+  /// laid out as an A fragment's register (lane l: row l / 4, columns
+  /// 2 (l % 4) and one more). With `transpose`, each matrix is read
+  /// column-wise instead.
+  SmallVector<Value> ldmatrix(Value mem, Value at, int64_t count,
+                              bool transpose) {
+    auto type = VectorType::get({count, 2}, b.getBF16Type());
+    Value tiles = nvgpu::LdMatrixOp::create(b, type, mem, ValueRange{at},
+                                            transpose, count);
+    SmallVector<Value> words;
+    for (int64_t i = 0; i < count; ++i) {
+      Value pair = vector::ExtractOp::create(b, tiles, ArrayRef<int64_t>{i});
+      Value word = vector::BitCastOp::create(
+          b, VectorType::get({1}, b.getI32Type()), pair);
+      words.push_back(vector::ExtractOp::create(b, word, ArrayRef<int64_t>{0}));
+    }
+    return words;
+  }
+  /// fragA's result by one ldmatrix.x4 (the rows of `mem` must be 16-byte
+  /// aligned: `base` and `ld` multiples of 8).
+  Frag4 ldmatrixA(Value mem, Value base, Value row0, Value col0, int64_t ld) {
+    Value matrix = div(lane, 8);
+    Value r = add(add(row0, rem(lane, 8)), mul(rem(matrix, 2), 8));
+    Value c = add(col0, mul(div(matrix, 2), 8));
+    SmallVector<Value> w = ldmatrix(mem, add(base, add(mul(r, ld), c)), 4,
+                                    /*transpose=*/false);
+    return {w[0], w[1], w[2], w[3]};
+  }
+  /// The B fragments of columns n0 .. n0 + 7 and n0 + 8 .. n0 + 15 (k0 ..
+  /// k0 + 15) by one ldmatrix.x4. `kMajor`: row k of `mem` holds row k of
+  /// B (the weights' usual layout, read transposed); otherwise row n holds
+  /// column n of B (fragB's n-major tiles).
+  std::array<std::array<Value, 2>, 2> ldmatrixB(Value mem, Value base, Value k0,
+                                                Value n0, int64_t ld,
+                                                bool kMajor) {
+    Value matrix = div(lane, 8), row = rem(lane, 8);
+    // Matrix i: k half i % 2, n half i / 2 for k-major tiles; n half i / 2,
+    // k half i % 2 for n-major ones: the same order of the four words.
+    Value kOff = mul(rem(matrix, 2), 8), nOff = mul(div(matrix, 2), 8);
+    Value at = kMajor ? add(mul(add(add(k0, kOff), row), ld), add(n0, nOff))
+                      : add(mul(add(add(n0, nOff), row), ld), add(k0, kOff));
+    SmallVector<Value> w = ldmatrix(mem, add(base, at), 4, kMajor);
+    return {{{w[0], w[1]}, {w[2], w[3]}}};
+  }
 
   /// A fragment of the 16x16 bf16 tile at (row0, col0) of a row-major
   /// matrix with leading dimension `ld` starting at `base` in `mem`.
