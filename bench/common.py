@@ -34,10 +34,9 @@ def descriptor(array, ptr=None):
 
 
 def tensor_descriptor(tensor):
-    """A memref descriptor viewing a float32 torch tensor in place (device
-    memory: the kernel generator's launches read their arguments where they
-    are, so nothing is copied)."""
-    assert tensor.dtype == torch.float32
+    """A memref descriptor viewing a torch tensor in place (device memory:
+    the kernel generator's launches read their arguments where they are, so
+    nothing is copied); strides in elements, any element type."""
     d = MEMREF[tensor.dim()]()
     d.allocated = d.aligned = tensor.data_ptr()
     d.offset = 0
@@ -147,6 +146,20 @@ class CompiledKernel:
                 self.adapter.moertMlirFree(r.allocated)
                 freed.add(r.allocated)
         self.check("free")
+
+
+def result_tensor(result, dtype):
+    """A torch tensor on the GPU copied from a result descriptor of a
+    contiguous buffer in host-shared memory (any element type)."""
+    shape = tuple(result.sizes)
+    out = torch.empty(shape, dtype=dtype, device="cuda")
+    if out.numel():
+        nbytes = out.numel() * out.element_size()
+        src = (ctypes.c_uint8 * nbytes).from_address(
+            result.aligned + result.offset * out.element_size())
+        staging = torch.frombuffer(src, dtype=torch.uint8)
+        out.view(torch.uint8).view(-1).copy_(staging)
+    return out
 
 
 def rel_error(a, ref):

@@ -16,3 +16,13 @@ out=$root/bench/moe/out
 mkdir -p "$out"
 
 moe_bench_compile "$root/examples/kernels/moe_ffn.mlir" "$out/moe_ffn_forward.o"
+# The routed experts alone at the shape (bf16, grouped GEMMs).
+moe_bench_compile "$root/bench/moe/experts.mlir" "$out/experts.o"
+# Pipeline variants of the expert GEMMs (reduction step, stages), timed
+# beside the default by run.sh.
+for variant in ${MOE_EXPERT_VARIANTS:-}; do
+  step=${variant%x*} stages=${variant#*x}
+  moe_bench_compile "$root/bench/moe/experts.mlir" \
+    "$out/experts_k${step}s${stages}.o" \
+    "expert-reduction-step=$step expert-stages=$stages"
+done

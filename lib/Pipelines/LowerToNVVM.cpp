@@ -88,7 +88,10 @@ void mlir::moe::buildLowerToNVVMPipeline(OpPassManager &pm,
     attentionOptions.convertOnce = options.attentionConvertOnce;
     nested.addPass(createMoEGenerateAttentionKernels(attentionOptions));
     nested.addPass(createMoEGenerateRoutingKernels());
-    nested.addPass(createMoEGenerateExpertKernels());
+    MoEGenerateExpertKernelsOptions expertOptions;
+    expertOptions.reductionStep = options.expertReductionStep;
+    expertOptions.stages = options.expertStages;
+    nested.addPass(createMoEGenerateExpertKernels(expertOptions));
   });
   if (options.emitCInterface)
     pm.addNestedPass<func::FuncOp>(LLVM::createLLVMRequestCWrappersPass());

@@ -34,6 +34,12 @@ struct AdapterState {
   /// and freed ones kept for reuse, by size.
   std::unordered_map<void *, uint64_t> deviceSizes;
   std::multimap<uint64_t, void *> cachedBuffers;
+  /// The same for host-shared (managed) allocations: a call's intermediates
+  /// come back at the next call without a new managed allocation, whose
+  /// cost grows with its size (results handed to the caller leave the map
+  /// when the caller frees them).
+  std::unordered_map<void *, uint64_t> sharedSizes;
+  std::multimap<uint64_t, void *> cachedShared;
   /// Kernel timing: events around each launch since the last read.
   bool timing = false;
   std::vector<std::pair<CUevent, CUevent>> launchEvents;
@@ -168,6 +174,11 @@ void *moertMlirAllocShared(unsigned long long sizeBytes) {
 void moertMlirFree(void *ptr) {
   if (!ptr || !ensureContext())
     return;
+  {
+    AdapterState &s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.sharedSizes.erase(ptr);
+  }
   MOERT_MLIR_CHECK(cuMemFree(reinterpret_cast<CUdeviceptr>(ptr)));
 }
 
@@ -301,13 +312,17 @@ int moertMlirLastKernelTimes(double *milliseconds, int capacity) {
 
 void moertMlirReleaseCachedBuffers(void) {
   AdapterState &s = state();
-  std::multimap<uint64_t, void *> cached;
+  std::multimap<uint64_t, void *> cached, shared;
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     cached.swap(s.cachedBuffers);
     for (auto &entry : cached)
       s.deviceSizes.erase(entry.second);
+    shared.swap(s.cachedShared);
+    for (auto &entry : shared)
+      s.sharedSizes.erase(entry.second);
   }
+  cached.merge(shared);
   for (auto &entry : cached)
     MOERT_MLIR_CHECK(cuMemFree(reinterpret_cast<CUdeviceptr>(entry.second)));
 }
@@ -334,7 +349,24 @@ void mgpuStreamSynchronize(void *stream) {
 
 void *mgpuMemAlloc(uint64_t sizeBytes, void *stream, bool isHostShared) {
   if (isHostShared) {
-    void *shared = moertMlirAllocShared(sizeBytes);
+    uint64_t size = sizeBytes ? sizeBytes : 1;
+    AdapterState &s = state();
+    void *shared = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(s.mutex);
+      auto cached = s.cachedShared.find(size);
+      if (cached != s.cachedShared.end()) {
+        shared = cached->second;
+        s.cachedShared.erase(cached);
+      }
+    }
+    if (!shared) {
+      shared = moertMlirAllocShared(sizeBytes);
+      if (shared) {
+        std::lock_guard<std::mutex> lock(s.mutex);
+        s.sharedSizes[shared] = size;
+      }
+    }
     // Results written by kernels: populate the pages on the device now
     // rather than by faults inside the kernels.
     CUmemLocation device = {CU_MEM_LOCATION_TYPE_DEVICE, 0};
@@ -376,6 +408,13 @@ void mgpuMemFree(void *ptr, void *stream) {
       if (stream)
         cuStreamSynchronize(static_cast<CUstream>(stream));
       s.cachedBuffers.emplace(device->second, ptr);
+      return;
+    }
+    auto shared = s.sharedSizes.find(ptr);
+    if (shared != s.sharedSizes.end()) {
+      if (stream)
+        cuStreamSynchronize(static_cast<CUstream>(stream));
+      s.cachedShared.emplace(shared->second, ptr);
       return;
     }
   }

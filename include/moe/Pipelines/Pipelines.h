@@ -75,6 +75,16 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
       llvm::cl::desc("Convert K and V to bf16 once in a prep kernel before "
                      "the generated attention kernel"),
       llvm::cl::init(true)};
+  PassOptions::Option<int64_t> expertReductionStep{
+      *this, "expert-reduction-step",
+      llvm::cl::desc("Reduction elements per pipeline stage of the generated "
+                     "expert GEMMs (32 or 64)"),
+      llvm::cl::init(32)};
+  PassOptions::Option<int64_t> expertStages{
+      *this, "expert-stages",
+      llvm::cl::desc("Shared-memory stages of the generated expert GEMMs "
+                     "(3 to 6)"),
+      llvm::cl::init(4)};
 };
 
 /// Adds the passes that lower moe-specific ops to upstream tensor-level IR

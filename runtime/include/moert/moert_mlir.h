@@ -49,9 +49,9 @@ void *moertMlirAllocShared(unsigned long long sizeBytes);
 /// Frees memory from moertMlirAllocShared or from a host-shared gpu.alloc.
 void moertMlirFree(void *ptr);
 
-/// Device buffers that compiled code frees (gpu.dealloc) are kept for reuse
-/// by a later allocation of the same size, as PyTorch's caching allocator
-/// does; this returns them to the driver.
+/// Device and host-shared buffers that compiled code frees (gpu.dealloc) are
+/// kept for reuse by a later allocation of the same size and kind, as
+/// PyTorch's caching allocator does; this returns them to the driver.
 void moertMlirReleaseCachedBuffers(void);
 
 /// Kernel timing: while enabled, every launch is bracketed by CUDA events

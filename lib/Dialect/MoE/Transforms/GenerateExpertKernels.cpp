@@ -1,14 +1,35 @@
-//===- GenerateExpertKernels.cpp - GPU kernels for MoE expert_ffn
-//-------------===//
+//===- GenerateExpertKernels.cpp - Grouped-GEMM GPU kernels for experts ---===//
 //
 // Part of the moe-mlir project.
 //
-// Implements -moe-generate-expert-kernels (see Passes.td).
+// Implements -moe-generate-expert-kernels, the GPU back end's kernel
+// generator for the expert half of an MoE FFN (ALGORITHMS.md sections 4.4
+// and 7.1): `moe.expert_ffn` (grouped over expert-sorted rows) and
+// `moe.glu_ffn` (the shared expert, one group of all rows) become two
+// grouped GEMMs on tensor cores, the gate/up GEMM with the activation in its
+// epilogue and the down GEMM; `moe.combine` becomes a weighted gather.
+//
+// The GEMMs are block tiles of 128 rows by 128 columns stepping 32 along the
+// reduction, four warps of 64 x 64 each, `mma.sync` m16n8k16 with bf16
+// operands and fp32 accumulators, fragments read by `ldmatrix` from shared
+// memory that 16-byte `cp.async` copies fill four stages ahead of use, with
+// 16-byte chunks XOR-swizzled so that both the copies and the ldmatrix row
+// reads are free of bank conflicts without padding.
 //
 //===----------------------------------------------------------------------===//
 
 #include "moe/Dialect/MoE/Transforms/Passes.h"
 #include "moe/Dialect/MoE/Utils/DeviceEmitter.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "llvm/Support/FormatVariadic.h"
 
 namespace mlir::moe {
 #define GEN_PASS_DEF_MOEGENERATEEXPERTKERNELS
@@ -19,17 +40,738 @@ using namespace mlir;
 using namespace mlir::moe;
 
 namespace {
+
+/// Block tile: rows, output columns (the gate/up GEMM's 128 columns are 64
+/// of the gate and the same 64 of the up projection) and threads (four
+/// warps of 64 x 64).
+constexpr int64_t kRows = 128;
+constexpr int64_t kCols = 128;
+constexpr int64_t kThreads = 128;
+
+/// The reduction step of a block and its shared-memory pipeline: `stages`
+/// buffers of A [kRows][step] then B [step][kCols], bf16, filled
+/// `stages - 2` steps ahead of use.
+struct Pipeline {
+  int64_t step, stages;
+  int64_t aElements() const { return kRows * step; }
+  int64_t stageElements() const { return aElements() + step * kCols; }
+  int64_t sharedBytes() const { return stages * stageElements() * 2; }
+};
+/// Threads of the combine kernel (eight bf16 per thread and step).
+constexpr int64_t kCombineThreads = 256;
+
+/// The two GEMMs of an expert FFN.
+enum class GemmKind {
+  /// h = act(x Wg, x Wu): output width F, reduction d.
+  GateUp,
+  /// y = h Wd: output width d, reduction F.
+  Down
+};
+
+/// Where a block's rows come from: the tile table of a grouped GEMM
+/// (`tileGroup[t] < 0` marks an unused tile), or consecutive tiles of one
+/// group.
+struct RowTile {
+  Value group, rowStart, rowEnd;
+};
+
+/// Builds the kernels of one module's expert ops.
+class ExpertKernelBuilder {
+public:
+  ExpertKernelBuilder(gpu::GPUModuleOp module, Pipeline pipeline)
+      : module(module), pipeline(pipeline) {}
+
+  gpu::GPUModuleOp module;
+  Pipeline pipeline;
+
+  /// The table of row tiles of a grouped GEMM over `experts` groups:
+  /// tileGroup/tileRow [maxTiles] i32, unused tiles marked -1.
+  gpu::GPUFuncOp scheduleKernel(Location loc, TypeRange argTypes,
+                                int64_t experts);
+  /// One of the two GEMMs; `grouped` reads the tile table.
+  gpu::GPUFuncOp gemmKernel(Location loc, TypeRange argTypes, GemmKind kind,
+                            bool grouped, int64_t reduction, int64_t width);
+  /// The inverse of a dispatch's source_slot: rowOf[source_slot[m]] = m.
+  gpu::GPUFuncOp inverseKernel(Location loc, TypeRange argTypes);
+  /// result[n] = sum_i weights[n, i] expert_output[rowOf[n k + i]].
+  gpu::GPUFuncOp combineKernel(Location loc, TypeRange argTypes, int64_t topK,
+                               int64_t width);
+
+private:
+  std::string uniqueName(StringRef stem) {
+    return llvm::formatv("{0}_{1}", stem, counter++).str();
+  }
+
+  int64_t counter = 0;
+};
+
+/// Element offset of (row, 8-element chunk) in a swizzled tile whose rows
+/// hold `rowChunks` chunks of 16 bytes: the chunk index is XOR-ed with the
+/// row's bits so that eight rows read at the same chunk, or a row's chunks
+/// written by consecutive threads, fall into distinct bank groups.
+static Value swizzled(DeviceEmitter &e, Value row, Value chunk,
+                      int64_t rowChunks) {
+  ImplicitLocOpBuilder &b = e.b;
+  // Rows of 4 chunks (64 bytes): two rows share a 128-byte line, so the
+  // pattern repeats every 8 rows with row / 2; rows of 8 or 16 chunks:
+  // row % 8.
+  Value bits = rowChunks == 4 ? e.rem(e.div(row, 2), 4) : e.rem(row, 8);
+  Value physical = arith::XOrIOp::create(b, chunk, bits);
+  return e.add(e.mul(row, rowChunks * 8), e.mul(physical, 8));
+}
+
+gpu::GPUFuncOp ExpertKernelBuilder::scheduleKernel(Location loc,
+                                                   TypeRange argTypes,
+                                                   int64_t experts) {
+  int64_t threads = (experts + 31) / 32 * 32;
+  gpu::GPUFuncOp func = createKernel(module, loc, uniqueName("expert_schedule"),
+                                     argTypes, threads);
+  ImplicitLocOpBuilder b =
+      ImplicitLocOpBuilder::atBlockBegin(loc, &func.getBody().front());
+  DeviceEmitter e(b);
+  Value offsets = func.getArgument(0), tileGroup = func.getArgument(1),
+        tileRow = func.getArgument(2), maxTiles = func.getArgument(3);
+  Type i32 = b.getI32Type();
+  auto toI32 = [&](Value v) {
+    return arith::IndexCastOp::create(b, i32, v).getResult();
+  };
+  Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  // Each expert's first tile; the total at [experts] (shared memory).
+  Value firstTile = e.sharedView(e.dynamicSharedMemory(), 0, experts + 1, i32);
+  auto toIndex = [&](Value v) {
+    return arith::IndexCastOp::create(b, b.getIndexType(), v).getResult();
+  };
+  auto offsetAt = [&](Value i) {
+    return arith::IndexCastOp::create(b, b.getIndexType(), e.load(offsets, {i}))
+        .getResult();
+  };
+  auto tilesOf = [&](Value expert) {
+    Value rows = e.sub(offsetAt(e.add(expert, 1)), offsetAt(expert));
+    return e.div(e.add(rows, kRows - 1), kRows);
+  };
+  e.ifThen(e.eq(tid, e.idx(0)), [&] {
+    SmallVector<Value> total = e.forLoop(
+        e.idx(0), e.idx(experts), 1, {e.idx(0)}, [&](Value j, ValueRange acc) {
+          e.store(toI32(acc[0]), firstTile, {j});
+          return SmallVector<Value>{e.add(acc[0], tilesOf(j))};
+        });
+    e.store(toI32(total[0]), firstTile, {e.idx(experts)});
+  });
+  e.barrier();
+  e.ifThen(e.ult(tid, e.idx(experts)), [&] {
+    Value start = toIndex(e.load(firstTile, {tid}));
+    Value first = offsetAt(tid);
+    e.forLoop(e.idx(0), tilesOf(tid), 1, [&](Value i) {
+      e.store(toI32(tid), tileGroup, {e.add(start, i)});
+      e.store(toI32(e.add(first, e.mul(i, kRows))), tileRow, {e.add(start, i)});
+    });
+  });
+  // Unused tiles (the grid covers the worst case).
+  Value total = toIndex(e.load(firstTile, {e.idx(experts)}));
+  Value minusOne = arith::ConstantIntOp::create(b, -1, 32);
+  e.forLoop(e.add(total, tid), maxTiles, threads,
+            [&](Value t) { e.store(minusOne, tileGroup, {t}); });
+  gpu::ReturnOp::create(b);
+  return func;
+}
+
+gpu::GPUFuncOp ExpertKernelBuilder::gemmKernel(Location loc, TypeRange argTypes,
+                                               GemmKind kind, bool grouped,
+                                               int64_t reduction,
+                                               int64_t width) {
+  bool gateUp = kind == GemmKind::GateUp;
+  gpu::GPUFuncOp func = createKernel(
+      module, loc, uniqueName(gateUp ? "expert_gate_up" : "expert_down"),
+      argTypes, kThreads);
+  ImplicitLocOpBuilder b =
+      ImplicitLocOpBuilder::atBlockBegin(loc, &func.getBody().front());
+  DeviceEmitter e(b);
+  // Arguments: A [M, K]; B (gate/up: Wg, Wu; down: Wd), [E,] K x width;
+  // output (gate/up: h [M * F] flat; down: [M, d]); M; grouped: tileGroup,
+  // tileRow, offsets [E + 1].
+  unsigned arg = 0;
+  Value a = func.getArgument(arg++);
+  Value b0 = func.getArgument(arg++);
+  Value b1 = gateUp ? func.getArgument(arg++) : b0;
+  Value out = func.getArgument(arg++);
+  Value rows = func.getArgument(arg++);
+  bool batchedWeights = cast<MemRefType>(b0.getType()).getRank() == 3;
+
+  auto [tid, warp] = e.threadAndWarp();
+  Value colTile = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+  Value tile = gpu::BlockIdOp::create(b, gpu::Dimension::y);
+
+  RowTile rowTile;
+  Value valid;
+  if (grouped) {
+    Value tileGroup = func.getArgument(arg++),
+          tileRow = func.getArgument(arg++), offsets = func.getArgument(arg++);
+    Value group = e.load(tileGroup, {tile});
+    valid = arith::CmpIOp::create(b, arith::CmpIPredicate::sge, group,
+                                  arith::ConstantIntOp::create(b, 0, 32));
+    Value groupIndex = arith::IndexCastOp::create(
+        b, b.getIndexType(),
+        arith::MaxSIOp::create(b, group,
+                               arith::ConstantIntOp::create(b, 0, 32)));
+    rowTile.group = groupIndex;
+    rowTile.rowStart = arith::IndexCastOp::create(b, b.getIndexType(),
+                                                  e.load(tileRow, {tile}));
+    rowTile.rowEnd = arith::IndexCastOp::create(
+        b, b.getIndexType(), e.load(offsets, {e.add(groupIndex, 1)}));
+  } else {
+    valid = arith::ConstantIntOp::create(b, 1, 1);
+    rowTile.group = e.idx(0);
+    rowTile.rowStart = e.mul(tile, kRows);
+    rowTile.rowEnd = rows;
+  }
+
+  e.ifThen(valid, [&] {
+    Value smem = e.dynamicSharedMemory();
+    int64_t stages = pipeline.stages, step = pipeline.step;
+    int64_t stageElements = pipeline.stageElements();
+    int64_t aElements = pipeline.aElements(), aChunks = step / 8;
+    Value staged =
+        e.sharedView(smem, 0, stages * stageElements, b.getBF16Type());
+    Value warpRow = e.mul(e.div(warp, 2), 64);
+    Value warpCol = e.mul(e.rem(warp, 2), gateUp ? 32 : 64);
+    Value lastRow = e.sub(rows, e.idx(1));
+    Value outCol0 = e.mul(colTile, gateUp ? kCols / 2 : kCols);
+
+    // Issues the cp.async copies of reduction step `at` into `stage`:
+    // step / 8 16-byte chunks of A and as many of B per thread.
+    auto issue = [&](Value at, Value stage) {
+      Value base = e.mul(stage, stageElements);
+      Value k0 = e.mul(at, step);
+      for (int64_t i = 0; i < aChunks; ++i) {
+        Value piece = e.add(tid, i * kThreads);
+        // A: row piece / aChunks, chunk piece % aChunks (rows past the end
+        // re-read the last row; their results are not stored).
+        Value r = e.div(piece, aChunks), chunk = e.rem(piece, aChunks);
+        Value srcRow =
+            arith::MinUIOp::create(b, e.add(rowTile.rowStart, r), lastRow);
+        nvgpu::DeviceAsyncCopyOp::create(
+            b, staged, ValueRange{e.add(base, swizzled(e, r, chunk, aChunks))},
+            a, ValueRange{srcRow, e.add(k0, e.mul(chunk, 8))},
+            b.getIndexAttr(8), Value(), b.getUnitAttr());
+      }
+      for (int64_t i = 0; i < step / 8; ++i) {
+        Value piece = e.add(tid, i * kThreads);
+        // B: reduction row piece / 16, chunk piece % 16; for gate/up, chunks
+        // 0-7 come from Wg and 8-15 from Wu, both at this tile's columns.
+        Value r = e.div(piece, 16), chunk = e.rem(piece, 16);
+        Value col = e.mul(chunk, 8);
+        Value weights = b0;
+        if (gateUp) {
+          Value fromUp = e.ule(e.idx(8), chunk);
+          weights = arith::SelectOp::create(b, fromUp, b1, b0);
+          col = e.select(fromUp, e.sub(col, e.idx(kCols / 2)), col);
+        }
+        SmallVector<Value> src;
+        if (batchedWeights)
+          src.push_back(rowTile.group);
+        src.push_back(e.add(k0, r));
+        src.push_back(e.add(outCol0, col));
+        nvgpu::DeviceAsyncCopyOp::create(
+            b, staged,
+            ValueRange{e.add(
+                base, e.add(e.idx(aElements), swizzled(e, r, chunk, 16)))},
+            weights, src, b.getIndexAttr(8), Value(), b.getUnitAttr());
+      }
+      Type tokenType = nvgpu::DeviceAsyncTokenType::get(b.getContext());
+      return nvgpu::DeviceAsyncCreateGroupOp::create(b, tokenType, ValueRange())
+          .getResult();
+    };
+
+    // Per-lane parts of the ldmatrix addresses: lane l names row l % 8 of
+    // matrix l / 8.
+    Value matrix = e.div(e.lane, 8), matrixRow = e.rem(e.lane, 8);
+    // A 16x16 fragment at (row0, k0) of a stage.
+    auto fragA = [&](Value base, int64_t row0, int64_t k0) {
+      Value r = e.add(e.add(warpRow, e.idx(row0)),
+                      e.add(matrixRow, e.mul(e.rem(matrix, 2), 8)));
+      Value chunk = e.add(e.idx(k0 / 8), e.div(matrix, 2));
+      SmallVector<Value> w = e.ldmatrix(
+          staged, e.add(base, swizzled(e, r, chunk, aChunks)), 4, false);
+      return Frag4{w[0], w[1], w[2], w[3]};
+    };
+    // The B fragments of tile columns col0 .. col0 + 15 at k0.
+    auto fragsB = [&](Value base, Value col0, int64_t k0) {
+      Value r = e.add(e.idx(k0), e.add(matrixRow, e.mul(e.rem(matrix, 2), 8)));
+      Value chunk = e.add(e.div(col0, 8), e.div(matrix, 2));
+      SmallVector<Value> w = e.ldmatrix(
+          staged,
+          e.add(base, e.add(e.idx(aElements), swizzled(e, r, chunk, 16))), 4,
+          true);
+      return std::array<std::array<Value, 2>, 2>{{{w[0], w[1]}, {w[2], w[3]}}};
+    };
+    // Columns of the warp's eight n8 tiles: gate/up: 32 gate columns then
+    // the same 32 of up; down: 64 columns.
+    auto nTileCol = [&](int64_t pair) {
+      if (gateUp)
+        return e.add(warpCol,
+                     e.idx(pair < 2 ? 16 * pair : kCols / 2 + 16 * (pair - 2)));
+      return e.add(warpCol, e.idx(16 * pair));
+    };
+
+    int64_t steps = reduction / step;
+    // Prologue: the first stages - 2 steps in flight.
+    for (int64_t s = 0; s < stages - 2; ++s)
+      issue(e.idx(s), e.idx(s));
+
+    Value zero = e.f32(0.0);
+    SmallVector<Value> init(4 * 8 * 4, zero);
+    SmallVector<Value> acc = e.forLoop(
+        e.idx(0), e.idx(steps), 1, init, [&](Value now, ValueRange accIn) {
+          // Step now + stages - 2 goes to the stage read two steps ago,
+          // which every warp left before the previous step's barrier; past
+          // the end, the last step is copied again into that unused stage.
+          Value ahead = e.add(now, stages - 2);
+          Value clamped = arith::MinUIOp::create(b, ahead, e.idx(steps - 1));
+          Value group = issue(clamped, e.rem(ahead, stages));
+          nvgpu::DeviceAsyncWaitOp::create(b, group,
+                                           b.getI32IntegerAttr(stages - 2));
+          e.barrier();
+          Value base = e.mul(e.rem(now, stages), stageElements);
+          SmallVector<Value> accOut(accIn.begin(), accIn.end());
+          for (int64_t kk = 0; kk < step / 16; ++kk) {
+            std::array<Frag4, 4> fa;
+            for (int64_t i = 0; i < 4; ++i)
+              fa[i] = fragA(base, 16 * i, 16 * kk);
+            std::array<std::array<Value, 2>, 8> fb;
+            for (int64_t pair = 0; pair < 4; ++pair) {
+              auto two = fragsB(base, nTileCol(pair), 16 * kk);
+              fb[2 * pair] = two[0];
+              fb[2 * pair + 1] = two[1];
+            }
+            for (int64_t i = 0; i < 4; ++i)
+              for (int64_t j = 0; j < 8; ++j) {
+                int64_t at = (i * 8 + j) * 4;
+                Frag4 c{accOut[at], accOut[at + 1], accOut[at + 2],
+                        accOut[at + 3]};
+                Frag4 d = e.mma(fa[i], fb[j], c);
+                for (int64_t v = 0; v < 4; ++v)
+                  accOut[at + v] = d[v];
+              }
+          }
+          return accOut;
+        });
+    nvgpu::DeviceAsyncWaitOp::create(
+        b,
+        nvgpu::DeviceAsyncCreateGroupOp::create(
+            b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), ValueRange()),
+        b.getI32IntegerAttr(0));
+
+    // Epilogue: rows below rowEnd only.
+    Value one = e.f32(1.0);
+    for (int64_t i = 0; i < 4; ++i) {
+      Value row0 = e.add(rowTile.rowStart, e.add(warpRow, e.idx(16 * i)));
+      for (int64_t half = 0; half < 2; ++half) {
+        Value row = e.add(e.add(row0, e.laneGroup), e.idx(8 * half));
+        e.ifThen(e.ult(row, rowTile.rowEnd), [&] {
+          if (gateUp) {
+            // h = silu(g) * u for the warp's 32 columns.
+            for (int64_t j = 0; j < 4; ++j) {
+              int64_t g = (i * 8 + j) * 4 + 2 * half;
+              int64_t u = (i * 8 + j + 4) * 4 + 2 * half;
+              auto act = [&](Value gv, Value uv) {
+                Value sig = arith::DivFOp::create(
+                    b, one, e.fadd(one, e.exp(arith::NegFOp::create(b, gv))));
+                return e.fmul(e.fmul(gv, sig), uv);
+              };
+              Value col = e.add(e.add(outCol0, warpCol),
+                                e.add(e.idx(8 * j), e.laneCol));
+              e.storePairBF16(act(acc[g], acc[u]), act(acc[g + 1], acc[u + 1]),
+                              out, e.add(e.mul(row, width), col));
+            }
+          } else {
+            for (int64_t j = 0; j < 8; ++j) {
+              int64_t c = (i * 8 + j) * 4 + 2 * half;
+              Value col = e.add(e.add(outCol0, warpCol),
+                                e.add(e.idx(8 * j), e.laneCol));
+              e.storePairBF16(acc[c], acc[c + 1], out,
+                              e.add(e.mul(row, width), col));
+            }
+          }
+        });
+      }
+    }
+  });
+  gpu::ReturnOp::create(b);
+  return func;
+}
+
+gpu::GPUFuncOp ExpertKernelBuilder::inverseKernel(Location loc,
+                                                  TypeRange argTypes) {
+  gpu::GPUFuncOp func =
+      createKernel(module, loc, uniqueName("expert_slot_rows"), argTypes, 256);
+  ImplicitLocOpBuilder b =
+      ImplicitLocOpBuilder::atBlockBegin(loc, &func.getBody().front());
+  DeviceEmitter e(b);
+  Value sourceSlot = func.getArgument(0), rowOf = func.getArgument(1),
+        count = func.getArgument(2);
+  Value m = e.add(e.mul(gpu::BlockIdOp::create(b, gpu::Dimension::x), 256),
+                  gpu::ThreadIdOp::create(b, gpu::Dimension::x));
+  e.ifThen(e.ult(m, count), [&] {
+    Value slot = arith::IndexCastOp::create(b, b.getIndexType(),
+                                            e.load(sourceSlot, {m}));
+    e.store(arith::IndexCastOp::create(b, b.getI32Type(), m), rowOf, {slot});
+  });
+  gpu::ReturnOp::create(b);
+  return func;
+}
+
+gpu::GPUFuncOp ExpertKernelBuilder::combineKernel(Location loc,
+                                                  TypeRange argTypes,
+                                                  int64_t topK, int64_t width) {
+  gpu::GPUFuncOp func = createKernel(module, loc, uniqueName("expert_combine"),
+                                     argTypes, kCombineThreads);
+  ImplicitLocOpBuilder b =
+      ImplicitLocOpBuilder::atBlockBegin(loc, &func.getBody().front());
+  DeviceEmitter e(b);
+  // Arguments: expert output [M * d] flat, rowOf [N k] i32, weights [N, k]
+  // f32, result [N * d] flat; then the shared expert's [N * d] when fused.
+  Value expertOut = func.getArgument(0), rowOf = func.getArgument(1),
+        weights = func.getArgument(2), result = func.getArgument(3);
+  Value shared = func.getNumArguments() > 4 ? func.getArgument(4) : Value();
+  Value token = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+  Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  Type bf16 = b.getBF16Type(), f32 = b.getF32Type();
+  auto vec8 = VectorType::get({8}, bf16);
+  auto vec8f = VectorType::get({8}, f32);
+  auto load8 = [&](Value mem, Value at) {
+    Value v =
+        vector::LoadOp::create(b, vec8, mem, ValueRange{at},
+                               /*nontemporal=*/false, llvm::MaybeAlign(16));
+    return arith::ExtFOp::create(b, vec8f, v).getResult();
+  };
+  SmallVector<Value> rowBase, weight;
+  for (int64_t i = 0; i < topK; ++i) {
+    Value slot = e.add(e.mul(token, topK), e.idx(i));
+    rowBase.push_back(e.mul(
+        arith::IndexCastOp::create(b, b.getIndexType(), e.load(rowOf, {slot})),
+        width));
+    weight.push_back(vector::BroadcastOp::create(
+        b, vec8f, e.load(weights, {token, e.idx(i)})));
+  }
+  e.forLoop(e.mul(tid, 8), e.idx(width), kCombineThreads * 8, [&](Value col) {
+    Value sum =
+        shared ? load8(shared, e.add(e.mul(token, width), col))
+               : arith::ConstantOp::create(
+                     b, DenseElementsAttr::get(vec8f, b.getF32FloatAttr(0.0)))
+                     .getResult();
+    for (int64_t i = 0; i < topK; ++i)
+      sum = vector::FMAOp::create(
+          b, weight[i], load8(expertOut, e.add(rowBase[i], col)), sum);
+    vector::StoreOp::create(b, arith::TruncFOp::create(b, vec8, sum), result,
+                            ValueRange{e.add(e.mul(token, width), col)},
+                            /*nontemporal=*/false, llvm::MaybeAlign(16));
+  });
+  gpu::ReturnOp::create(b);
+  return func;
+}
+
+//===----------------------------------------------------------------------===//
+// Host side
+//===----------------------------------------------------------------------===//
+
+/// Why the generator does not take an FFN with these operand types (empty
+/// when it does).
+static std::string unsupportedReason(Value input, Value wGate, Value wDown,
+                                     ActivationAttr activation,
+                                     Pipeline pipeline) {
+  auto x = cast<RankedTensorType>(input.getType());
+  auto wg = cast<RankedTensorType>(wGate.getType());
+  auto wd = cast<RankedTensorType>(wDown.getType());
+  if (activation.getKind() != Activation::SwiGLU)
+    return "the activation is not swiglu";
+  if (x.getRank() != 2)
+    return "the input is not [rows, d]";
+  if (!x.getElementType().isBF16() || !wg.getElementType().isBF16() ||
+      !wd.getElementType().isBF16())
+    return "the input and weights are not bf16";
+  int64_t d = x.getDimSize(1), width = wg.getShape().back();
+  if (ShapedType::isDynamic(d) || d % kCols != 0)
+    return llvm::formatv("the hidden size is not a static multiple of {0}",
+                         kCols);
+  // The pipeline's prologue fills stages - 2 whole steps of either GEMM.
+  int64_t least = std::max(kCols / 2, (pipeline.stages - 2) * pipeline.step);
+  if (!wg.hasStaticShape() || width % (kCols / 2) != 0 || width < least ||
+      d < least)
+    return llvm::formatv("the expert width is not a static multiple of {0} or "
+                         "the width or hidden size is below {1}",
+                         kCols / 2, least);
+  return "";
+}
+
+/// One expert FFN to generate: rows of `input` grouped by `offsets` (null:
+/// one group of all rows).
+struct FFNPlan {
+  Operation *op;
+  Value input, offsets, wGate, wUp, wDown;
+};
+
+/// A gpu.alloc'ed flat device buffer viewed as [rows, width].
+static Value viewAs2D(ImplicitLocOpBuilder &b, Value flat, Value rows,
+                      int64_t width) {
+  auto type =
+      MemRefType::get({ShapedType::kDynamic, width},
+                      cast<MemRefType>(flat.getType()).getElementType());
+  return memref::ReinterpretCastOp::create(
+      b, type, flat, OpFoldResult(b.getIndexAttr(0)),
+      ArrayRef<OpFoldResult>{rows, b.getIndexAttr(width)},
+      ArrayRef<OpFoldResult>{b.getIndexAttr(width), b.getIndexAttr(1)});
+}
+
+/// Launches the GEMMs of `plan` writing into `out` ([rows, d] memref).
+static void launchFFN(ImplicitLocOpBuilder &b, ExpertKernelBuilder &kernels,
+                      const FFNPlan &plan, Value out) {
+  DeviceEmitter e(b);
+  Type i32 = b.getI32Type(), bf16 = b.getBF16Type();
+  Value x = readOnlyBuffer(b, plan.input);
+  Value wg = readOnlyBuffer(b, plan.wGate), wu = readOnlyBuffer(b, plan.wUp),
+        wd = readOnlyBuffer(b, plan.wDown);
+  auto wgType = cast<RankedTensorType>(plan.wGate.getType());
+  int64_t d = cast<RankedTensorType>(plan.input.getType()).getDimSize(1);
+  int64_t width = wgType.getShape().back();
+  Value rows = memref::DimOp::create(b, x, 0);
+  Value one = e.idx(1);
+  auto smem = [&](int64_t bytes) {
+    return arith::ConstantIntOp::create(b, bytes, 32).getResult();
+  };
+
+  bool grouped = static_cast<bool>(plan.offsets);
+  Value tiles, offsets;
+  SmallVector<Value> table;
+  if (grouped) {
+    int64_t experts = wgType.getDimSize(0);
+    offsets = readOnlyBuffer(b, plan.offsets);
+    // Each expert's rows round up to whole tiles: at most one partial tile
+    // per expert beyond ceil(rows / kRows).
+    tiles = e.add(e.div(e.add(rows, kRows - 1), kRows), e.idx(experts));
+    table = allocateDeviceBuffers(b, {{tiles, i32}, {tiles, i32}});
+    SmallVector<Value> args = {offsets, table[0], table[1], tiles};
+    gpu::GPUFuncOp schedule = kernels.scheduleKernel(
+        plan.op->getLoc(), ValueRange(args).getTypes(), experts);
+    gpu::LaunchFuncOp::create(
+        b, schedule, gpu::KernelDim3{one, one, one},
+        gpu::KernelDim3{e.idx((experts + 31) / 32 * 32), one, one},
+        smem(4 * (experts + 1)), args);
+  } else {
+    tiles = e.div(e.add(rows, kRows - 1), kRows);
+  }
+  Value hidden = allocateDeviceBuffers(b, {{e.mul(rows, width), bf16}}).front();
+  int64_t sharedBytes = kernels.pipeline.sharedBytes();
+
+  auto launch = [&](GemmKind kind, Value a, ValueRange weights, Value output,
+                    int64_t reduction, int64_t outWidth, int64_t colTiles) {
+    SmallVector<Value> args = {a};
+    args.append(weights.begin(), weights.end());
+    args.push_back(output);
+    args.push_back(rows);
+    if (grouped)
+      args.append({table[0], table[1], offsets});
+    gpu::GPUFuncOp gemm =
+        kernels.gemmKernel(plan.op->getLoc(), ValueRange(args).getTypes(), kind,
+                           grouped, reduction, outWidth);
+    gpu::LaunchFuncOp::create(
+        b, gemm, gpu::KernelDim3{e.idx(colTiles), tiles, one},
+        gpu::KernelDim3{e.idx(kThreads), one, one}, smem(sharedBytes), args);
+  };
+  // The grid is empty without rows.
+  e.ifThen(e.ult(e.idx(0), rows), [&] {
+    launch(GemmKind::GateUp, x, {wg, wu}, hidden, d, width,
+           width / (kCols / 2));
+    Value flatOut = memref::CollapseShapeOp::create(
+        b, out, ArrayRef<ReassociationIndices>{{0, 1}});
+    launch(GemmKind::Down, viewAs2D(b, hidden, rows, width), {wd}, flatOut,
+           width, d, d / kCols);
+  });
+}
+
+/// The element-wise `combine + addend` (either order, same types, identity
+/// maps, a lone addf) that is the only use of `combine`, if any.
+static linalg::GenericOp sumWithAddend(CombineOp combine) {
+  // The row count of the result is the weights' (the sum's own size
+  // computation reads it from the combine).
+  for (Operation *user : llvm::make_early_inc_range(combine->getUsers())) {
+    auto dim = dyn_cast<tensor::DimOp>(user);
+    std::optional<int64_t> index = dim ? dim.getConstantIndex() : std::nullopt;
+    if (!index || *index != 0)
+      continue;
+    OpBuilder builder(dim);
+    dim.replaceAllUsesWith(
+        tensor::DimOp::create(builder, dim.getLoc(), combine.getWeights(), 0)
+            .getResult());
+    dim.erase();
+  }
+  if (!combine->hasOneUse())
+    return {};
+  auto generic = dyn_cast<linalg::GenericOp>(*combine->user_begin());
+  if (!generic || generic.getNumDpsInputs() != 2 ||
+      generic.getNumDpsInits() != 1 ||
+      generic.getNumParallelLoops() != generic.getNumLoops() ||
+      !llvm::all_of(generic.getIndexingMapsArray(),
+                    [](AffineMap map) { return map.isIdentity(); }))
+    return {};
+  Type type = combine.getType();
+  if (generic.getDpsInputs()[0].getType() != type ||
+      generic.getDpsInputs()[1].getType() != type ||
+      generic->getResult(0).getType() != type)
+    return {};
+  Block &body = generic.getRegion().front();
+  auto add = dyn_cast<arith::AddFOp>(body.front());
+  if (body.getOperations().size() != 2 || !add ||
+      !isa<BlockArgument>(add.getLhs()) || !isa<BlockArgument>(add.getRhs()) ||
+      add.getLhs() == add.getRhs() ||
+      cast<BlockArgument>(add.getLhs()).getArgNumber() > 1 ||
+      cast<BlockArgument>(add.getRhs()).getArgNumber() > 1 ||
+      body.getTerminator()->getOperand(0) != add.getResult())
+    return {};
+  return generic;
+}
+
 struct MoEGenerateExpertKernelsPass
     : public moe::impl::MoEGenerateExpertKernelsBase<
           MoEGenerateExpertKernelsPass> {
   using Base::Base;
   void runOnOperation() override;
 };
+
 } // namespace
 
 void MoEGenerateExpertKernelsPass::runOnOperation() {
-  getOperation().walk([&](ExpertFFNOp op) {
-    op.emitRemark()
-        << "expert_ffn left to the CPU-style lowering: not generated yet";
+  ModuleOp module = getOperation();
+  if (reductionStep != 32 && reductionStep != 64) {
+    module.emitError() << "expects reduction-step 32 or 64, got "
+                       << static_cast<int64_t>(reductionStep);
+    return signalPassFailure();
+  }
+  if (stages < 3 || stages > 6) {
+    module.emitError() << "expects 3 to 6 stages, got "
+                       << static_cast<int64_t>(stages);
+    return signalPassFailure();
+  }
+  Pipeline pipeline{reductionStep, stages};
+  SmallVector<FFNPlan> plans;
+  SmallVector<CombineOp> combines;
+  module.walk([&](Operation *op) {
+    if (auto ffn = dyn_cast<ExpertFFNOp>(op)) {
+      std::string reason =
+          unsupportedReason(ffn.getInput(), ffn.getWGate(), ffn.getWDown(),
+                            ffn.getActivation(), pipeline);
+      if (!reason.empty()) {
+        ffn.emitRemark() << "expert_ffn left to -moe-fuse-routing: " << reason;
+        return;
+      }
+      plans.push_back({ffn, ffn.getInput(), ffn.getExpertOffsets(),
+                       ffn.getWGate(), ffn.getWUp(), ffn.getWDown()});
+    } else if (auto glu = dyn_cast<GLUFFNOp>(op)) {
+      std::string reason =
+          unsupportedReason(glu.getInput(), glu.getWGate(), glu.getWDown(),
+                            glu.getActivation(), pipeline);
+      if (!reason.empty()) {
+        glu.emitRemark() << "glu_ffn left to -convert-moe-to-linalg: "
+                         << reason;
+        return;
+      }
+      plans.push_back({glu, glu.getInput(), Value(), glu.getWGate(),
+                       glu.getWUp(), glu.getWDown()});
+    } else if (auto combine = dyn_cast<CombineOp>(op)) {
+      auto outType = cast<RankedTensorType>(combine.getType());
+      auto inType = cast<RankedTensorType>(combine.getExpertOutput().getType());
+      int64_t d = outType.getShape().back();
+      if (outType.getRank() != 2 || !outType.getElementType().isBF16() ||
+          !inType.getElementType().isBF16() || ShapedType::isDynamic(d) ||
+          d % 8 != 0 ||
+          ShapedType::isDynamic(
+              cast<RankedTensorType>(combine.getWeights().getType())
+                  .getDimSize(1))) {
+        combine.emitRemark() << "combine left to -moe-fuse-routing: not bf16 "
+                                "[N, d] with d a static multiple of 8";
+        return;
+      }
+      combines.push_back(combine);
+    }
   });
+  if (plans.empty() && combines.empty())
+    return;
+
+  gpu::GPUModuleOp gpuModule = createKernelModule(module, "moe_expert_kernels");
+  ExpertKernelBuilder kernels(gpuModule, pipeline);
+
+  for (const FFNPlan &plan : plans) {
+    ImplicitLocOpBuilder b(plan.op->getLoc(), plan.op);
+    DeviceEmitter e(b);
+    auto type = cast<RankedTensorType>(plan.op->getResult(0).getType());
+    Value rows = tensor::DimOp::create(b, plan.input, 0);
+    Value out = memref::AllocOp::create(
+        b, MemRefType::get(type.getShape(), type.getElementType()),
+        dynamicSizes(type, {rows, e.idx(type.getDimSize(1))}));
+    launchFFN(b, kernels, plan, out);
+    Value result = bufferization::ToTensorOp::create(b, type, out,
+                                                     /*restrict=*/true,
+                                                     /*writable=*/true);
+    plan.op->getResult(0).replaceAllUsesWith(result);
+    plan.op->erase();
+    ++numGenerated;
+  }
+
+  for (CombineOp combine : combines) {
+    // A combine whose only use is an element-wise sum with another tensor of
+    // its type (the shared expert's output, as -moe-decompose builds it)
+    // takes that tensor as its starting value: one fp32 sum, one rounding.
+    linalg::GenericOp fusedAdd = sumWithAddend(combine);
+    Operation *at = fusedAdd ? fusedAdd.getOperation() : combine.getOperation();
+    ImplicitLocOpBuilder b(combine.getLoc(), at);
+    DeviceEmitter e(b);
+    auto type = cast<RankedTensorType>(combine.getType());
+    int64_t d = type.getShape().back();
+    int64_t topK =
+        cast<RankedTensorType>(combine.getWeights().getType()).getDimSize(1);
+    Value expertOut = readOnlyBuffer(b, combine.getExpertOutput());
+    Value sourceSlot = readOnlyBuffer(b, combine.getSourceSlot());
+    Value weights = readOnlyBuffer(b, combine.getWeights());
+    Value slots = memref::DimOp::create(b, sourceSlot, 0);
+    Value tokens = memref::DimOp::create(b, weights, 0);
+    Value rowOf = allocateDeviceBuffers(b, {{slots, b.getI32Type()}}).front();
+    Value result = memref::AllocOp::create(
+        b, MemRefType::get(type.getShape(), type.getElementType()),
+        dynamicSizes(type, {tokens, e.idx(d)}));
+    auto flat = [&](Value mem) {
+      return memref::CollapseShapeOp::create(
+                 b, mem, ArrayRef<ReassociationIndices>{{0, 1}})
+          .getResult();
+    };
+    Value one = e.idx(1);
+    e.ifThen(e.ult(e.idx(0), slots), [&] {
+      SmallVector<Value> inverseArgs = {sourceSlot, rowOf, slots};
+      gpu::GPUFuncOp inverse = kernels.inverseKernel(
+          combine.getLoc(), ValueRange(inverseArgs).getTypes());
+      gpu::LaunchFuncOp::create(
+          b, inverse, gpu::KernelDim3{e.div(e.add(slots, 255), 256), one, one},
+          gpu::KernelDim3{e.idx(256), one, one}, Value(), inverseArgs);
+      SmallVector<Value> args = {flat(expertOut), rowOf, weights, flat(result)};
+      if (fusedAdd) {
+        Value addend = fusedAdd.getDpsInputs()[0] == combine.getResult()
+                           ? fusedAdd.getDpsInputs()[1]
+                           : fusedAdd.getDpsInputs()[0];
+        args.push_back(flat(readOnlyBuffer(b, addend)));
+      }
+      gpu::GPUFuncOp gather = kernels.combineKernel(
+          combine.getLoc(), ValueRange(args).getTypes(), topK, d);
+      gpu::LaunchFuncOp::create(
+          b, gather, gpu::KernelDim3{tokens, one, one},
+          gpu::KernelDim3{e.idx(kCombineThreads), one, one}, Value(), args);
+    });
+    Value resultTensor = bufferization::ToTensorOp::create(
+        b, type, result, /*restrict=*/true, /*writable=*/true);
+    if (fusedAdd) {
+      fusedAdd->getResult(0).replaceAllUsesWith(resultTensor);
+      fusedAdd.erase();
+    } else {
+      combine.getResult().replaceAllUsesWith(resultTensor);
+    }
+    combine.erase();
+    ++numGenerated;
+  }
 }

@@ -297,6 +297,13 @@ def MoEGenerateExpertKernels
     to `-moe-fuse-routing` and `-convert-moe-to-linalg` with a remark that
     says why.
   }];
+  let options = [
+    Option<"reductionStep", "reduction-step", "int64_t", "32",
+           "Reduction elements per pipeline stage of the GEMMs (32 or 64)">,
+    Option<"stages", "stages", "int64_t", "4",
+           "Shared-memory stages of the GEMMs (3 to 6), filled stages - 2 "
+           "steps ahead of use">
+  ];
   let statistics = [
     Statistic<"numGenerated", "num-generated",
               "Number of moe.expert_ffn, moe.glu_ffn and moe.combine ops "
