@@ -45,21 +45,13 @@ def reference_rows(x, wg, wu, wd, expert_of, rows):
 def main():
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--lib", required=True)
-    p.add_argument("--lib-alt", action="append", default=[],
-                   help="NAME=PATH: another build of the same function "
-                        "(pipeline options), checked and timed too")
     p.add_argument("--adapter", required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--rows", default="1,300,4096,131072")
     p.add_argument("--iters", type=int, default=10)
     args = p.parse_args()
 
-    variants = {"ours": args.lib}
-    for alt in args.lib_alt:
-        name, path = alt.split("=", 1)
-        variants[name] = path
-    kernels = {name: CompiledKernel(path, args.adapter, "experts")
-               for name, path in variants.items()}
+    kernels = {"ours": CompiledKernel(args.lib, args.adapter, "experts")}
     gen = torch.Generator(device="cuda").manual_seed(0)
     res = {"gemm_bf16_tflops": None, "checks": [], "timing": {}}
     wg = (torch.randn(E, D, FW, device="cuda", generator=gen) / D ** 0.5).bfloat16()
