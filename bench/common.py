@@ -112,15 +112,21 @@ class CompiledKernel:
         self.check("call")
 
     def time_in_place(self, make_results, tensors, iters):
-        """For a function with one memref result (make_results() builds its
-        descriptor): (kernel ms, call ms) per call: the GPU time of the launches
+        """For a function whose results make_results() builds (one
+        descriptor, or a structure of them): (kernel ms, call ms) per call: the GPU time of the launches
         (CUDA events around each, summed) and the host wall time of the whole
         call (allocation of results included), averaged over iters calls
         after one warm-up call."""
         import time
+        def free(results):
+            if hasattr(results, "allocated"):
+                self.free_results(results)
+            else:  # a structure of descriptors
+                self.free_results(*[getattr(results, f) for f, _ in results._fields_])
+
         results = make_results()
         self.call_in_place(results, tensors)
-        self.free_results(results)
+        free(results)
         self.adapter.moertMlirSetKernelTiming(1)
         self.adapter.moertMlirKernelMilliseconds()
         kernel_ms, wall = 0.0, 0.0
@@ -131,7 +137,7 @@ class CompiledKernel:
             self.call_in_place(results, tensors)
             wall += time.perf_counter() - t0
             kernel_ms += self.adapter.moertMlirKernelMilliseconds()
-            self.free_results(results)
+            free(results)
         self.adapter.moertMlirSetKernelTiming(0)
         self.check("timing")
         times = (ctypes.c_double * 16)()

@@ -38,7 +38,8 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from common import (  # noqa: E402  (bench/common.py)
-    MEMREF, CompiledKernel, cuda_time, gemm_ceiling, graph_time, read_result, rel_error)
+    MEMREF, CompiledKernel, cuda_time, gemm_ceiling, graph_time, read_result, rel_error,
+    result_tensor)
 
 # The example kernel's fixed shape.
 D, E, TOPK, FW, SHARED_W, RSF = 64, 16, 4, 32, 32, 2.5
@@ -283,7 +284,42 @@ def run_ours(args, ours, rng):
     return rows
 
 
-def run_peer(args, rng, gemm):
+class LargeKernel(CompiledKernel):
+    """bench/moe/moe_ffn_large.mlir (the issue's shape, bf16) through the GPU
+    pipeline's kernel generators."""
+
+    def __init__(self, lib_path, adapter_path):
+        super().__init__(lib_path, adapter_path, "moe_ffn_large")
+
+    def __call__(self, tensors):
+        res = Results()
+        self.call_in_place(res, tensors)
+        y = result_tensor(res.y, torch.bfloat16)
+        load = result_tensor(res.load, torch.int64)
+        nb = result_tensor(res.next_bias, torch.float32)
+        self.free_results(res.y, res.load, res.next_bias)
+        return y, load, nb
+
+
+def run_ours_large(large, tensors, ref, rows, layer_flops, gemm, iters):
+    """Checks our layer at the issue's shape against the float64 reference
+    and times it: the GPU time of its launches (CUDA events around each,
+    summed) and the wall time of a whole call."""
+    out = {}
+    y, load, nb = large(tensors)
+    out.update(check_peer((y, load, nb), ref, rows))
+    out["y_nonfinite"] = int((~torch.isfinite(y.float())).sum())
+    out["load"] = load.cpu().tolist()
+    del y
+    kernel_ms, call_ms = large.time_in_place(Results, tensors, iters)
+    out["kernel_ms"], out["call_ms"] = kernel_ms, call_ms
+    out["launch_ms"] = large.last_launch_ms
+    out["kernel_tflops"] = layer_flops / (kernel_ms * 1e-3) / 1e12
+    out["kernel_over_gemm_ceiling"] = out["kernel_tflops"] / gemm
+    return out
+
+
+def run_peer(args, rng, gemm, large=None):
     N, d, Fw, E, k = args.peer_n, args.peer_d, args.peer_f, args.peer_e, args.peer_k
     Fs = args.peer_shared_f
     dev, bf16 = torch.device("cuda"), torch.bfloat16
@@ -292,7 +328,9 @@ def run_peer(args, rng, gemm):
     # Generated on the GPU (large); the same distributions as make_inputs.
     mean = 0.5 * torch.randn(d, device=dev, generator=g)
     x = (torch.randn(N, d, device=dev, generator=g) + mean).to(bf16)
-    wr = torch.randn(E, d, device=dev, generator=g) / math.sqrt(d)
+    # The router weights are bf16 values (our kernel takes them as bf16; the
+    # peer and the reference read the same values in fp32).
+    wr = (torch.randn(E, d, device=dev, generator=g) / math.sqrt(d)).to(bf16).float()
     bias = (torch.rand(E, device=dev, generator=g) - 0.5) * 0.1
     wg = (torch.randn(E, d, Fw, device=dev, generator=g) / math.sqrt(d)).to(bf16)
     wu = (torch.randn(E, d, Fw, device=dev, generator=g) / math.sqrt(d)).to(bf16)
@@ -367,6 +405,17 @@ def run_peer(args, rng, gemm):
     res["variants"] = variants
     best = [m for m in ("grouped_mm", "loop") if "experts_ms" in variants.get(m, {})]
     res["peer_mode"] = best[0] if best else None
+    if large is not None:
+        try:
+            ours = run_ours_large(large, (x, wr.to(bf16), bias, wg, wu, wd, sg, su, sd),
+                                  ref, rows, layer_flops, gemm, args.iters)
+            if best:
+                peer_ms = variants[best[0]]["layer_ms"]
+                ours["speed_over_peer_kernel"] = peer_ms / ours["kernel_ms"]
+                ours["speed_over_peer_call"] = peer_ms / ours["call_ms"]
+        except Exception as e:
+            ours = {"error": f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"}
+        res["ours"] = ours
     print(json.dumps(res), flush=True)
     return res
 
@@ -375,6 +424,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--lib", required=True)
     p.add_argument("--adapter", required=True)
+    p.add_argument("--large-lib", help="bench/moe/moe_ffn_large.mlir built by compile.sh")
     p.add_argument("--out", required=True)
     p.add_argument("--tokens", default="256,1024", help="N for our kernel (v0: keep small)")
     p.add_argument("--y-tol", type=float, default=1e-4)
@@ -400,7 +450,8 @@ def main():
           f"({', '.join(f'{n}^3: {t:.0f}' for n, t in gemm_shapes.items())})", flush=True)
     ours = OurKernel(args.lib, args.adapter)
     ours_rows = run_ours(args, ours, rng)
-    peer = None if args.skip_peer else run_peer(args, rng, gemm)
+    large = LargeKernel(args.large_lib, args.adapter) if args.large_lib else None
+    peer = None if args.skip_peer else run_peer(args, rng, gemm, large)
 
     result = {"gemm_bf16_tflops": gemm, "gemm_bf16_tflops_by_shape": gemm_shapes,
               "note": "ours = v0 GPU path (one thread per scf.forall iteration), small N only, "

@@ -16,6 +16,9 @@ out=$root/bench/moe/out
 mkdir -p "$out"
 
 moe_bench_compile "$root/examples/kernels/moe_ffn.mlir" "$out/moe_ffn_forward.o"
+# The whole layer at the shape (bf16): routing, grouped experts,
+# shared expert and combine, each from its kernel generator.
+moe_bench_compile "$root/bench/moe/moe_ffn_large.mlir" "$out/moe_ffn_large.o"
 # The routed experts alone at the shape (bf16, grouped GEMMs).
 moe_bench_compile "$root/bench/moe/experts.mlir" "$out/experts.o"
 # Pipeline variants of the expert GEMMs (reduction step, stages), timed

@@ -30,5 +30,10 @@ if [[ -f $lib/experts.o ]]; then
       --adapter "$lib/libmoert_mlir.so" --out "$out/$name"
   done
 fi
-python3 "$root/bench/moe/bench.py" --lib "$lib/libmoe_ffn_forward.so" \
+large=()
+if [[ -f $lib/moe_ffn_large.o ]]; then
+  moe_bench_link "$lib/moe_ffn_large.o" "$lib/libmoe_ffn_large.so"
+  large=(--large-lib "$lib/libmoe_ffn_large.so")
+fi
+python3 "$root/bench/moe/bench.py" --lib "$lib/libmoe_ffn_forward.so" "${large[@]}" \
   --adapter "$lib/libmoert_mlir.so" --out "$out" "$@"
