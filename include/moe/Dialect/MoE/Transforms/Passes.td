@@ -262,12 +262,43 @@ def MoEGenerateRoutingKernels
     `moe.dispatch` ops of its indices, becomes kernels in the `gpu.module`
     `moe_routing_kernels` and their launches, between
     `bufferization.to_buffer` of the operands and `bufferization.to_tensor`
-    of the results. Ops it does not take are left to `-moe-fuse-routing`
-    with a remark that says why.
+    of the results. It is `-moe-fuse-routing`'s algorithm, hand-mapped:
+
+    * `routeN_route`, one block of four warps per 64 tokens: the router GEMM
+      on tensor cores (`mma.sync` m16n8k16, bf16 operands staged by a
+      3-stage cp.async pipeline, fp32 accumulators) when input and router
+      weights are bf16, d a multiple of 16 and E of 8, else on fp32 CUDA
+      cores; sigmoid, `z = s + bias`, the top-k by rank (ties to the lower
+      expert, NaN as -inf), the weights, each tile's count per expert and
+      each slot's position in the tile's run of its expert (the tile half
+      of a stable counting sort), and `r = cut - s` stored expert-major
+      (exact QB) or counted into the histogram (histogram QB). No
+      [N, E] tensor other than exact QB's `r` goes to memory;
+    * `routeN_scan`, one block: per-tile counts -> `load` (i64), each
+      tile's first row per expert and every fused dispatch's
+      `expert_offsets`;
+    * `routeN_quantile`, one block per expert (QB only): the q-th and
+      (q+1)-th smallest `r` by an MSD radix select over order-preserving
+      integer keys (four 8-bit passes each), or the histogram's crossing
+      bin, interpolated;
+    * `routeN_bias`, one block: `next_bias` centred (an empty batch keeps
+      `bias - mean(bias)`), or the sign-bias step;
+    * `routeN_scatterM` per fused dispatch, one warp per token: 16-byte
+      copies of the token's row to its k rows in expert order, and
+      `source_slot`.
+
+    N may be dynamic (N = 0 launches empty grids, which the runtime skips);
+    d and E must be static, elements f32 or bf16, `top_k < E <= 128`,
+    `top_k <= 32`. Routes it does not take are left to `-moe-fuse-routing`
+    with a remark that says why, as are dispatches of a taken route whose
+    expert count or row width it cannot handle (they read the generated
+    indices).
   }];
   let statistics = [
     Statistic<"numGenerated", "num-generated",
-              "Number of moe.route ops replaced by GPU kernels">
+              "Number of moe.route ops replaced by GPU kernels">,
+    Statistic<"numFusedDispatches", "num-fused-dispatches",
+              "Number of moe.dispatch ops replaced by a scatter kernel">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -1,0 +1,57 @@
+// bench/moe/routing.mlir - the routing half of the MoE layer for
+// bench/moe/routing_bench.py: moe.route + moe.dispatch at the issue's shape
+// (d = 2048, E = 64, top-8, routed scaling 2.5, exact QB; N dynamic), which
+// -moe-generate-routing-kernels turns into GPU kernels; and two small f32
+// variants for the fp32 CUDA-core router, the histogram QB and the sign bias.
+
+func.func @routing(%x: tensor<?x2048xbf16>, %w_router: tensor<64x2048xbf16>,
+                   %bias: tensor<64xf32>)
+    -> (tensor<?x8xf32>, tensor<?x8xi64>, tensor<64xi64>, tensor<64xf32>,
+        tensor<?x2048xbf16>, tensor<65xi64>, tensor<?xi64>) {
+  %w, %idx, %load, %nb = moe.route %x, %w_router, %bias
+      {routing = #moe.routing<experts = 64, top_k = 8, scaling = 2.5,
+                              balance = #moe.quantile_balance<exact>>}
+      : (tensor<?x2048xbf16>, tensor<64x2048xbf16>, tensor<64xf32>)
+      -> (tensor<?x8xf32>, tensor<?x8xi64>, tensor<64xi64>, tensor<64xf32>)
+  %xp, %off, %slot = moe.dispatch %x, %idx {num_experts = 64 : i64}
+      : (tensor<?x2048xbf16>, tensor<?x8xi64>)
+      -> (tensor<?x2048xbf16>, tensor<65xi64>, tensor<?xi64>)
+  return %w, %idx, %load, %nb, %xp, %off, %slot
+      : tensor<?x8xf32>, tensor<?x8xi64>, tensor<64xi64>, tensor<64xf32>,
+        tensor<?x2048xbf16>, tensor<65xi64>, tensor<?xi64>
+}
+
+func.func @routing_f32_histogram(%x: tensor<?x64xf32>,
+                                 %w_router: tensor<16x64xf32>,
+                                 %bias: tensor<16xf32>)
+    -> (tensor<?x4xf32>, tensor<?x4xi64>, tensor<16xi64>, tensor<16xf32>,
+        tensor<?x64xf32>, tensor<17xi64>, tensor<?xi64>) {
+  %w, %idx, %load, %nb = moe.route %x, %w_router, %bias
+      {routing = #moe.routing<experts = 16, top_k = 4, scaling = 2.5,
+                              balance = #moe.quantile_balance<histogram, bins = 512>>}
+      : (tensor<?x64xf32>, tensor<16x64xf32>, tensor<16xf32>)
+      -> (tensor<?x4xf32>, tensor<?x4xi64>, tensor<16xi64>, tensor<16xf32>)
+  %xp, %off, %slot = moe.dispatch %x, %idx {num_experts = 16 : i64}
+      : (tensor<?x64xf32>, tensor<?x4xi64>)
+      -> (tensor<?x64xf32>, tensor<17xi64>, tensor<?xi64>)
+  return %w, %idx, %load, %nb, %xp, %off, %slot
+      : tensor<?x4xf32>, tensor<?x4xi64>, tensor<16xi64>, tensor<16xf32>,
+        tensor<?x64xf32>, tensor<17xi64>, tensor<?xi64>
+}
+
+func.func @routing_f32_sign(%x: tensor<?x64xf32>, %w_router: tensor<16x64xf32>,
+                            %bias: tensor<16xf32>)
+    -> (tensor<?x4xf32>, tensor<?x4xi64>, tensor<16xi64>, tensor<16xf32>,
+        tensor<?x64xf32>, tensor<17xi64>, tensor<?xi64>) {
+  %w, %idx, %load, %nb = moe.route %x, %w_router, %bias
+      {routing = #moe.routing<experts = 16, top_k = 4, scaling = 2.5,
+                              balance = #moe.sign_bias<rate = 1.0e-3>>}
+      : (tensor<?x64xf32>, tensor<16x64xf32>, tensor<16xf32>)
+      -> (tensor<?x4xf32>, tensor<?x4xi64>, tensor<16xi64>, tensor<16xf32>)
+  %xp, %off, %slot = moe.dispatch %x, %idx {num_experts = 16 : i64}
+      : (tensor<?x64xf32>, tensor<?x4xi64>)
+      -> (tensor<?x64xf32>, tensor<17xi64>, tensor<?xi64>)
+  return %w, %idx, %load, %nb, %xp, %off, %slot
+      : tensor<?x4xf32>, tensor<?x4xi64>, tensor<16xi64>, tensor<16xf32>,
+        tensor<?x64xf32>, tensor<17xi64>, tensor<?xi64>
+}
