@@ -12,14 +12,19 @@
 #
 # Our kernel is the tensor-core flash-attention forward that
 # -moe-generate-attention-kernels generates (bf16 mma.sync, fp32 softmax and
-# accumulation; float32 CUDA tensors read in place). Per T it prints and
+# accumulation; CUDA tensors read in place: float32 ones for the example's
+# kernel, bfloat16 ones for its bf16 variants). Per T it prints and
 # records (JSON in --out):
 #   * our relative error (max |ours - ref| / max |ref|) against a float64
 #     reference on the same float32 inputs -- every row at the check lengths
 #     (--check-lengths), sampled first and last query rows at the timed ones
 #     -- and the count of non-finite outputs; the bar is 2e-2 (bf16 operands);
-#   * our kernel time (CUDA events around the launch, by libmoert_mlir.so)
-#     with the pipeline's defaults and, with --lib-alt, for variants;
+#   * our kernel time (CUDA events around the launches, summed, by
+#     libmoert_mlir.so; each launch's time in <variant>_launch_ms) with the
+#     pipeline's defaults and, with --lib-alt, for variants; a variant
+#     whose name contains "bf16" is the kernel compiled for bf16 q, k, v,
+#     gate and output, fed the bf16-rounded inputs (like the peer) and
+#     checked against the float64 reference on those;
 #   * the peer's time (SDPA is_causal=True in bf16 + the gate multiply, by
 #     CUDA-graph replay) for SDPA's own backend choice and for each backend
 #     forced, and its error against a float64 reference on the same
@@ -29,6 +34,7 @@
 #     ceiling measured in this run, and ours/SDPA throughput.
 
 import argparse
+import ctypes
 import json
 import os
 import sys
@@ -45,13 +51,21 @@ H, DQK, DV = 32, 192, 128
 
 
 class OurKernel(CompiledKernel):
-    def __init__(self, lib_path, adapter_path):
+    """Ours; with bf16, the kernel compiled for bf16 q, k, v, gate and
+    output (fed the bf16-rounded inputs, like the peer)."""
+
+    def __init__(self, lib_path, adapter_path, bf16=False):
         super().__init__(lib_path, adapter_path, "mla_attention_forward")
+        self.bf16 = bf16
 
     def __call__(self, tensors):
         result = MEMREF[4]()
         self.call_in_place(result, tensors)
-        out = read_result(result)
+        if self.bf16:
+            bits = read_result(result, ctypes.c_uint16, np.uint16)
+            out = (bits.astype(np.uint32) << 16).view(np.float32)
+        else:
+            out = read_result(result)
         self.free_results(result)
         return out
 
@@ -133,7 +147,7 @@ def check_rows_of(T, n):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--lib", required=True, help="ours, 64 query rows per block")
+    p.add_argument("--lib", required=True, help="ours, the pipeline's defaults")
     p.add_argument("--lib-alt", action="append", default=[],
                    help="NAME=PATH: a variant of ours (other pipeline options)")
     p.add_argument("--adapter", required=True)
@@ -158,7 +172,8 @@ def main():
     variants = [("ours", OurKernel(args.lib, args.adapter))]
     for alt in args.lib_alt:
         name, path = alt.split("=", 1)
-        variants.append((name, OurKernel(path, args.adapter)))
+        variants.append((name, OurKernel(path, args.adapter, bf16="bf16" in name)))
+    is_bf16 = {name: kernel.bf16 for name, kernel in variants}
 
     def inputs(b, T):
         q = torch.randn(b, T, H, DQK, device=d)
@@ -171,16 +186,18 @@ def main():
     for T in [int(t) for t in args.check_lengths.split(",") if t]:
         tensors = inputs(2, T)
         ref = reference(*tensors)
+        tensors16 = [x.to(torch.bfloat16) for x in tensors]
+        ref16 = reference(*tensors16) if any(is_bf16.values()) else None
         row = {"T": T, "B": 2}
         for name, kernel in variants:
-            o = kernel(tensors)
-            row[name + "_rel_error"] = rel_error(o, ref)
+            o = kernel(tensors16 if kernel.bf16 else tensors)
+            row[name + "_rel_error"] = rel_error(o, ref16 if kernel.bf16 else ref)
             row[name + "_nonfinite"] = int(np.size(o) - np.isfinite(o).sum())
             row[name + "_ok"] = bool(row[name + "_rel_error"] <= args.tolerance
                                      and row[name + "_nonfinite"] == 0)
         checks.append(row)
         print(json.dumps(row), flush=True)
-        del tensors
+        del tensors, tensors16
 
     rows = []
     for T in [int(t) for t in args.lengths.split(",") if t]:
@@ -190,13 +207,17 @@ def main():
         check_rows = check_rows_of(T, args.ref_rows)
         row["checked_rows"] = int(len(check_rows))
         ref = reference(*tensors, rows=check_rows)
+        tensors16 = [x.to(torch.bfloat16) for x in tensors]
+        ref16 = reference(*tensors16, rows=check_rows) if any(is_bf16.values()) else None
         for name, kernel in variants:
             try:
-                o = kernel(tensors)[:, check_rows]
-                row[name + "_rel_error"] = rel_error(o, ref)
+                given = tensors16 if kernel.bf16 else tensors
+                o = kernel(given)[:, check_rows]
+                row[name + "_rel_error"] = rel_error(o, ref16 if kernel.bf16 else ref)
                 row[name + "_nonfinite"] = int(np.size(o) - np.isfinite(o).sum())
-                ms, call_ms = kernel.time(tensors, args.iters)
+                ms, call_ms = kernel.time(given, args.iters)
                 row[name + "_ms"], row[name + "_call_ms"] = ms, call_ms
+                row[name + "_launch_ms"] = kernel.last_launch_ms
                 row[name + "_tflops"] = row["causal_flops"] / (ms * 1e-3) / 1e12
                 row[name + "_over_gemm_ceiling"] = row[name + "_tflops"] / gemm
             except Exception as e:  # reported, not hidden
@@ -205,10 +226,10 @@ def main():
         del ref
 
         # The peer, in bf16 (its reference uses the same bf16-rounded inputs).
-        tq, tk, tv, tg = (x.to(torch.bfloat16) for x in tensors)
-        del tensors
+        tq, tk, tv, tg = tensors16
+        del tensors, tensors16
         torch.cuda.empty_cache()
-        ref_rows = reference(tq, tk, tv, tg, rows=check_rows)
+        ref_rows = ref16 if ref16 is not None else reference(tq, tk, tv, tg, rows=check_rows)
         peer = {}
         for name, ctx in sdpa_backends():
             for pad_v in (False, True):

@@ -26,15 +26,20 @@ if grep -q 'x4x' "$out/mla_h32_qk192_v128.mlir"; then
   exit 1
 fi
 # The generated tensor-core kernel (-moe-generate-attention-kernels) with the
-# pipeline's defaults (64 query rows per block, K and V converted to bf16
-# once), and variants mla_attention_forward_<name>.o that run.sh also links:
-# 128 rows (eight warps of 16), 256 rows (eight warps of 32) and 128 rows
-# converting per block.
+# pipeline's defaults (256 query rows per block, fp32 K and V converted to
+# bf16 once), and variants mla_attention_forward_<name>.o that run.sh also
+# links: 64 rows (four warps of 16, Q fragments in registers) and, from the
+# same kernel with bf16 q, k, v, gate and output
+# (mla_h32_qk192_v128_bf16.mlir; bench.py feeds variants named *bf16* bf16
+# tensors), 256, 128 and 64 rows.
 moe_bench_compile "$out/mla_h32_qk192_v128.mlir" "$out/mla_attention_forward.o"
-moe_bench_compile "$out/mla_h32_qk192_v128.mlir" "$out/mla_attention_forward_qt128.o" \
-  "attention-query-tile=128"
-moe_bench_compile "$out/mla_h32_qk192_v128.mlir" "$out/mla_attention_forward_qt256.o" \
-  "attention-query-tile=256"
-moe_bench_compile "$out/mla_h32_qk192_v128.mlir" \
-  "$out/mla_attention_forward_qt128_perblock.o" \
-  "attention-query-tile=128 attention-convert-once=false"
+moe_bench_compile "$out/mla_h32_qk192_v128.mlir" "$out/mla_attention_forward_qt64.o" \
+  "attention-query-tile=64"
+sed -e 's/x192xf32/x192xbf16/g' -e 's/x128xf32/x128xbf16/g' \
+    "$out/mla_h32_qk192_v128.mlir" > "$out/mla_h32_qk192_v128_bf16.mlir"
+moe_bench_compile "$out/mla_h32_qk192_v128_bf16.mlir" \
+  "$out/mla_attention_forward_bf16.o"
+for tile in 128 64; do
+  moe_bench_compile "$out/mla_h32_qk192_v128_bf16.mlir" \
+    "$out/mla_attention_forward_bf16_qt$tile.o" "attention-query-tile=$tile"
+done

@@ -5,9 +5,11 @@
 # Needs bench/mla/out/mla_attention_forward.o from bench/mla/compile.sh (run
 # where MLIR 22 is installed). Builds moert's MLIR adapter with the machine's
 # compiler, links the kernel into a shared library and runs
-# bench/mla/bench.py, which checks our tensor-core kernel (both query tiles)
-# and PyTorch SDPA against a float64 reference and times them at the real
-# shapes against the bf16 GEMM ceiling measured in the same run.
+# bench/mla/bench.py, which checks our tensor-core kernel (the pipeline's
+# defaults and the variants compile.sh builds: other query tiles, bf16
+# inputs and output) and PyTorch SDPA against a float64 reference and times
+# them at the real shapes against the bf16 GEMM ceiling measured in the same
+# run.
 # Usage: bench/mla/run.sh [OUTDIR] [bench.py options]
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"

@@ -68,12 +68,12 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
   PassOptions::Option<int64_t> attentionQueryTile{
       *this, "attention-query-tile",
       llvm::cl::desc("Query rows per block of the generated attention "
-                     "kernel (64 or 128)"),
-      llvm::cl::init(64)};
+                     "kernel (64, 128 or 256)"),
+      llvm::cl::init(256)};
   PassOptions::Option<bool> attentionConvertOnce{
       *this, "attention-convert-once",
-      llvm::cl::desc("Convert K and V to bf16 once in a prep kernel before "
-                     "the generated attention kernel"),
+      llvm::cl::desc("Convert fp32 K and V to bf16 once in a prep kernel "
+                     "before the generated attention kernel"),
       llvm::cl::init(true)};
   PassOptions::Option<int64_t> expertReductionStep{
       *this, "expert-reduction-step",

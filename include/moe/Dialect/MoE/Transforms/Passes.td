@@ -183,57 +183,64 @@ def MoEGenerateAttentionKernels
     of the results: the causal FlashAttention-2 forward of ALGORITHMS.md
     section 3.2.
 
-    * One block per (query tile of `query-tile` rows, head, batch); the
-      last query tiles (which see the most keys) are scheduled first. Each
+    * One block per (query tile of `query-tile` rows, head, batch), on a
+      grid of (heads x batch, query tiles): the last query tiles (which see
+      the most keys) of every head run first, the shortest last. Each
       warp owns 16 query rows (one row of 16-row `mma.sync` fragments) for
       query tiles of 64 and 128 (four or eight warps), 32 rows for 256
-      (eight warps, each K and V^T fragment used twice).
-    * The query tile is staged once in shared memory as bf16, scaled by
-      `scale * log2(e)` (so that `exp2` gives the natural-base softmax).
-    * With `convert-once` (the default), a prep kernel `<name>_convert`
-      (one block per key tile, head and batch) first writes K and `V^T` as
-      bf16 to device buffers (`gpu.alloc`), padded to whole key tiles with
-      zeros; the forward kernel then stages them with 16-byte `cp.async`
-      copies (`nvgpu.device_async_copy`, bypassing L1) into two shared
-      stages, double-buffered one key tile ahead: each step issues the next
-      tile's copies as a group, waits for all but that group, and computes
-      on its own stage (two barriers per step). Fragment loads address a
-      per-tile lane offset plus constants, which fold into the loads.
-    * For every key tile of 64 keys up to the diagonal (clamped to the
-      padded length), the block stages K
-      (64 x D_qk, row-major: the n-major B operand of `S = Q K^T`) and
-      `V^T` (D_v x 64, transposed while staging: the n-major B operand of
-      `O += P V`) in shared memory as bf16, with rows padded by 8 elements
-      against bank conflicts and the fp32 global loads batched.
+      (eight warps, each K and V fragment used twice). A tile whose shared
+      memory would exceed the 227 KiB a block can have is halved.
+    * q, k, v and the gate may each be f32 or bf16 (the output has v's
+      type). bf16 operands are read in place; with `convert-once` (the
+      default) a prep kernel `<name>_convert` (one block per key tile, head
+      and batch) first writes the fp32 ones among K and V as bf16
+      `[B, Tp, H, D]` device buffers (`gpu.alloc`; Tp: T rounded up to
+      whole key tiles, the extra rows zero). Without it, every block
+      converts the fp32 K and V tiles it reads.
+    * The query tile is staged once in shared memory as bf16 (cp.async
+      when bf16, converted by the block when fp32); with 16-row warps its
+      `ldmatrix` A fragments are then kept in registers for the whole key
+      loop (and its shared memory reused by the second stage).
+    * For every key tile of 64 keys up to the diagonal, K (64 x D_qk) and
+      V (64 x D_v) reach shared memory row-major with rows padded by 8
+      elements (16-byte `cp.async.cg` copies, `nvgpu.device_async_copy`,
+      zero-filled past the sequence) in two stages, one key tile ahead:
+      each step waits for its tile's copies, passes the step's only
+      barrier and issues the next tile's. Fragments come from
+      `ldmatrix.x4`: K's rows are the n-major B operand of `S = Q K^T`,
+      V's the k-major B operand of `O += P V` (read transposed), two
+      8-column fragments per load.
     * `S` on tensor cores (`mma.sync` m16n8k16, bf16 operands, fp32
       accumulators); the causal mask (a select of `-inf`) only on the
-      `query-tile / 64` diagonal tiles; the running row max `m` and row sum
-      `l` in fp32 (row max reduced across the four lanes of a row by
-      shuffles; `l` kept per lane and reduced once at the end);
-      `P = exp2(S - m)` rounded to bf16 and re-packed from accumulator
-      fragments into A fragments in registers; the `O` accumulators
-      rescaled by `exp2(m_old - m_new)`; `O += P V` on tensor cores.
+      `query-tile / 64` diagonal tiles; the running row max `m` (of the raw
+      scores) and row sum `l` in fp32 (row max reduced across the four
+      lanes of a row by shuffles; `l` kept per lane and reduced once at
+      the end); `P = exp2(S c - m c)` with `c = scale * log2(e)` (one FMA
+      and `ex2.approx.ftz` per score) rounded to bf16 and re-packed from
+      accumulator fragments into A fragments in registers; the `O`
+      accumulators rescaled by `exp2((m_old - m_new) c)`; `O += P V` on
+      tensor cores.
     * The epilogue writes `O / l`, times `sigmoid(gate)` when the op has a
-      gate, in fp32, and `lse = ln(2) m + ln(l)` when the op's `lse` result
-      has a use.
+      gate, and `lse = scale m + ln(l)` when the op's `lse` result has a
+      use.
 
     Batch, length and heads may be dynamic; rows past the sequence read as
     zero and are not written. An op that the generator does not handle
-    (a width that is not a static multiple of 16 up to 256, a non-f32
-    operand or output) is left to `-moe-tile-attention` with a remark that
-    says why; every handled op gets a remark with the kernel's shape.
+    (a width that is not a static multiple of 16 up to 256, an operand
+    neither f32 nor bf16) is left to `-moe-tile-attention` with a remark
+    that says why; every handled op gets a remark with the kernel's shape.
   }];
   let options = [
-    Option<"queryTile", "query-tile", "int64_t", "64",
+    Option<"queryTile", "query-tile", "int64_t", "256",
            "Query rows per block: 64 (four warps of 16 rows), 128 (eight "
            "warps of 16 rows) or 256 (eight warps of 32 rows, each K and V "
            "fragment used twice)">,
     Option<"convertOnce", "convert-once", "bool", "true",
-           "Convert K and V to bf16 once, in a prep kernel that writes K "
-           "[B, H, Tp, D_qk] and V^T [B, H, D_v, Tp] to device buffers "
-           "(Tp: T rounded up to key tiles), so that the forward kernel "
-           "stages them with 16-byte copies; otherwise every block converts "
-           "the fp32 K and V tiles it reads">
+           "Convert fp32 K and V to bf16 once, in a prep kernel that writes "
+           "them to [B, Tp, H, D] device buffers (Tp: T rounded up to key "
+           "tiles), so that the forward kernel stages them with 16-byte "
+           "copies; otherwise every block converts the fp32 K and V tiles "
+           "it reads">
   ];
   let statistics = [
     Statistic<"numGenerated", "num-generated",
