@@ -4,7 +4,7 @@
 // code calls the mgpu* ABI.
 //
 // Tensor cores: the router GEMM of 64 experts over d = 512 stages four
-// chunks of 128 columns by cp.async; per chunk each warp issues
+// chunks of 128 columns by cp.async (bypassing L1); per chunk each warp issues
 // 8 k-steps x 8 n-tiles = 64 mma.sync m16n8k16 with bf16 operands and fp32
 // accumulators, fed by ldmatrix (the chunk loop is not unrolled). The
 // scatter copies rows as 16-byte vectors.
@@ -23,7 +23,7 @@
 // CHECK-SAME: #nvvm.target<O = 3, chip = "sm_90", features = "+ptx80">
 // CHECK-SAME: .target sm_90
 // CHECK-SAME: .visible .entry route0_route(
-// CHECK-SAME: cp.async.ca.shared.global
+// CHECK-SAME: cp.async.cg.shared.global
 // CHECK-SAME: ldmatrix.sync.aligned.m8n8.x4.shared.b16
 // CHECK-COUNT-64: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // CHECK-NOT: mma.sync

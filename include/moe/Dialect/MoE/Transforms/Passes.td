@@ -272,8 +272,9 @@ def MoEGenerateRoutingKernels
     of the results. It is `-moe-fuse-routing`'s algorithm, hand-mapped:
 
     * `routeN_route`, one block of four warps per 64 tokens: the router GEMM
-      on tensor cores (`mma.sync` m16n8k16, bf16 operands staged by a
-      3-stage cp.async pipeline, fp32 accumulators) when input and router
+      on tensor cores (`mma.sync` m16n8k16 from `ldmatrix` fragments, bf16
+      operands staged by a 3-stage `cp.async.cg` pipeline, fp32
+      accumulators) when input and router
       weights are bf16, d a multiple of 16 and E of 8, else on fp32 CUDA
       cores; sigmoid, `z = s + bias`, the top-k by rank (ties to the lower
       expert, NaN as -inf), the weights, each tile's count per expert and
@@ -285,9 +286,10 @@ def MoEGenerateRoutingKernels
       tile's first row per expert and every fused dispatch's
       `expert_offsets`;
     * `routeN_quantile`, one block per expert (QB only): the q-th and
-      (q+1)-th smallest `r` by an MSD radix select over order-preserving
-      integer keys (four 8-bit passes each), or the histogram's crossing
-      bin, interpolated;
+      (q+1)-th smallest `r` by one MSD radix select over order-preserving
+      integer keys (four 8-bit passes; one histogram serves both ranks
+      while their prefixes agree), or the histogram's crossing bin,
+      interpolated;
     * `routeN_bias`, one block: `next_bias` centred (an empty batch keeps
       `bias - mean(bias)`), or the sign-bias step;
     * `routeN_scatterM` per fused dispatch, one warp per token: 16-byte
