@@ -23,9 +23,11 @@ moe_bench_compile "$root/bench/moe/moe_ffn_large.mlir" "$out/moe_ffn_large.o"
 moe_bench_compile "$root/bench/moe/experts.mlir" "$out/experts.o"
 # Pipeline variants of the expert GEMMs (reduction step, stages), timed
 # beside the default by run.sh.
+# MOE_EXPERT_VARIANTS: NAME=OPTIONS entries, e.g.
+# "c256=expert-block-cols=256 k64s3=expert-reduction-step=64,expert-stages=3"
+# (commas between the options of one entry).
 for variant in ${MOE_EXPERT_VARIANTS:-}; do
-  step=${variant%x*} stages=${variant#*x}
-  moe_bench_compile "$root/bench/moe/experts.mlir" \
-    "$out/experts_k${step}s${stages}.o" \
-    "expert-reduction-step=$step expert-stages=$stages"
+  name=${variant%%=*} options=${variant#*=}
+  moe_bench_compile "$root/bench/moe/experts.mlir" "$out/experts_$name.o" \
+    "${options//,/ }"
 done

@@ -91,6 +91,7 @@ void mlir::moe::buildLowerToNVVMPipeline(OpPassManager &pm,
     MoEGenerateExpertKernelsOptions expertOptions;
     expertOptions.reductionStep = options.expertReductionStep;
     expertOptions.stages = options.expertStages;
+    expertOptions.blockCols = options.expertBlockCols;
     nested.addPass(createMoEGenerateExpertKernels(expertOptions));
   });
   if (options.emitCInterface)

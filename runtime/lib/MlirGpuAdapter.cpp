@@ -40,6 +40,10 @@ struct AdapterState {
   /// when the caller frees them).
   std::unordered_map<void *, uint64_t> sharedSizes;
   std::multimap<uint64_t, void *> cachedShared;
+  /// Streams that compiled code destroyed, kept for its next
+  /// mgpuStreamCreate: the host code of a synchronous launch creates and
+  /// destroys one around every launch.
+  std::vector<CUstream> idleStreams;
   /// Kernel timing: events around each launch since the last read.
   bool timing = false;
   std::vector<std::pair<CUevent, CUevent>> launchEvents;
@@ -49,8 +53,10 @@ struct AdapterState {
 };
 
 AdapterState &state() {
-  static AdapterState instance;
-  return instance;
+  // Never destroyed: compiled libraries unload their modules from their
+  // own static destructors, which may run after this file's.
+  static AdapterState *instance = new AdapterState;
+  return *instance;
 }
 
 /// Records the first failure of `call` with its CUresult name.
@@ -330,6 +336,15 @@ void moertMlirReleaseCachedBuffers(void) {
 void *mgpuStreamCreate(void) {
   if (!ensureContext())
     return nullptr;
+  {
+    AdapterState &s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (!s.idleStreams.empty()) {
+      CUstream idle = s.idleStreams.back();
+      s.idleStreams.pop_back();
+      return idle;
+    }
+  }
   CUstream stream = nullptr;
   MOERT_MLIR_CHECK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), nullptr);
   return stream;
@@ -338,7 +353,10 @@ void *mgpuStreamCreate(void) {
 void mgpuStreamDestroy(void *stream) {
   if (!stream || failed())
     return;
-  MOERT_MLIR_CHECK(cuStreamDestroy(static_cast<CUstream>(stream)));
+  // Kept for reuse: work still queued on it runs in order either way.
+  AdapterState &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.idleStreams.push_back(static_cast<CUstream>(stream));
 }
 
 void mgpuStreamSynchronize(void *stream) {
@@ -360,12 +378,12 @@ void *mgpuMemAlloc(uint64_t sizeBytes, void *stream, bool isHostShared) {
         s.cachedShared.erase(cached);
       }
     }
-    if (!shared) {
-      shared = moertMlirAllocShared(sizeBytes);
-      if (shared) {
-        std::lock_guard<std::mutex> lock(s.mutex);
-        s.sharedSizes[shared] = size;
-      }
+    if (shared)
+      return shared; // its pages are where its last user left them
+    shared = moertMlirAllocShared(sizeBytes);
+    if (shared) {
+      std::lock_guard<std::mutex> lock(s.mutex);
+      s.sharedSizes[shared] = size;
     }
     // Results written by kernels: populate the pages on the device now
     // rather than by faults inside the kernels.

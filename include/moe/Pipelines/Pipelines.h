@@ -85,6 +85,11 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
       llvm::cl::desc("Shared-memory stages of the generated expert GEMMs "
                      "(3 to 6)"),
       llvm::cl::init(4)};
+  PassOptions::Option<int64_t> expertBlockCols{
+      *this, "expert-block-cols",
+      llvm::cl::desc("Columns of a block tile of the generated expert GEMMs "
+                     "(128 or 256)"),
+      llvm::cl::init(128)};
 };
 
 /// Adds the passes that lower moe-specific ops to upstream tensor-level IR

@@ -1,10 +1,13 @@
 // RUN: moe-opt %s --moe-generate-expert-kernels -split-input-file -verify-diagnostics | FileCheck %s
 // RUN: moe-opt %s --moe-generate-expert-kernels="reduction-step=64 stages=3" -split-input-file 2>/dev/null | FileCheck %s --check-prefix=STEP64
+// RUN: moe-opt %s --moe-generate-expert-kernels="block-cols=256" -split-input-file 2>/dev/null | FileCheck %s --check-prefix=COLS256
 // RUN: not moe-opt %s --moe-generate-expert-kernels="reduction-step=48" 2>&1 | FileCheck %s --check-prefix=BAD-STEP
+// RUN: not moe-opt %s --moe-generate-expert-kernels="block-cols=192" 2>&1 | FileCheck %s --check-prefix=BAD-COLS
 // RUN: not moe-opt %s --moe-generate-expert-kernels="stages=2" 2>&1 | FileCheck %s --check-prefix=BAD-STAGES
 
 // BAD-STEP: error: expects reduction-step 32 or 64, got 48
 // BAD-STAGES: error: expects 3 to 6 stages, got 2
+// BAD-COLS: error: expects block-cols 128 or 256, got 192
 
 // Grouped experts: a schedule kernel builds the tile table from the offsets,
 // then the gate/up GEMM (SwiGLU epilogue, h in a device buffer) and the down
@@ -53,6 +56,19 @@
 // STEP64-COUNT-128: nvvm.mma.sync
 // STEP64-NOT: nvvm.mma.sync
 // STEP64: scf.yield
+
+// Eight warps of 64 x 64 over 256 columns (128 of gate and up): half the
+// column tiles, 256 threads, 2 A and 4 B chunks per thread and step.
+// COLS256-LABEL: func.func @grouped(
+// COLS256: gpu.launch_func @moe_expert_kernels::@expert_gate_up_1 blocks in (%c1{{.*}}) threads in (%c256{{.*}}) dynamic_shared_memory_size %c98304_i32
+// COLS256: gpu.launch_func @moe_expert_kernels::@expert_down_2 blocks in (%c1{{.*}}) threads in (%c256{{.*}}) dynamic_shared_memory_size %c98304_i32
+// COLS256: gpu.func @expert_gate_up_1({{.*}}) kernel attributes {known_block_size = array<i32: 256, 1, 1>}
+// COLS256-COUNT-12: nvgpu.device_async_copy
+// COLS256: scf.for
+// COLS256-COUNT-6: nvgpu.device_async_copy
+// COLS256-COUNT-64: nvvm.mma.sync
+// COLS256-NOT: nvvm.mma.sync
+// COLS256: scf.yield
 func.func @grouped(%x: tensor<?x256xbf16>, %off: tensor<9xi64>,
                    %wg: tensor<8x256x128xbf16>, %wu: tensor<8x256x128xbf16>,
                    %wd: tensor<8x128x256xbf16>) -> tensor<?x256xbf16> {

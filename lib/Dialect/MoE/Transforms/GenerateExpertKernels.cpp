@@ -41,20 +41,20 @@ using namespace mlir::moe;
 
 namespace {
 
-/// Block tile: rows, output columns (the gate/up GEMM's 128 columns are 64
-/// of the gate and the same 64 of the up projection) and threads (four
-/// warps of 64 x 64).
+/// Rows of a block tile: two warps of 64 rows.
 constexpr int64_t kRows = 128;
-constexpr int64_t kCols = 128;
-constexpr int64_t kThreads = 128;
 
-/// The reduction step of a block and its shared-memory pipeline: `stages`
-/// buffers of A [kRows][step] then B [step][kCols], bf16, filled
-/// `stages - 2` steps ahead of use.
+/// A block's tile and its shared-memory pipeline: kRows rows by `cols`
+/// columns of B (the gate/up GEMM's are cols / 2 of the gate and the same
+/// cols / 2 of the up projection), one warp per 64 x 64 (threads = cols),
+/// `step` reduction elements per stage and `stages` buffers of
+/// A [kRows][step] then B [step][cols], bf16, filled `stages - 2` steps
+/// ahead of use.
 struct Pipeline {
-  int64_t step, stages;
+  int64_t step, stages, cols;
+  int64_t threads() const { return cols; }
   int64_t aElements() const { return kRows * step; }
-  int64_t stageElements() const { return aElements() + step * kCols; }
+  int64_t stageElements() const { return aElements() + step * cols; }
   int64_t sharedBytes() const { return stages * stageElements() * 2; }
 };
 /// Threads of the combine kernel (eight bf16 per thread and step).
@@ -182,7 +182,7 @@ gpu::GPUFuncOp ExpertKernelBuilder::gemmKernel(Location loc, TypeRange argTypes,
   bool gateUp = kind == GemmKind::GateUp;
   gpu::GPUFuncOp func = createKernel(
       module, loc, uniqueName(gateUp ? "expert_gate_up" : "expert_down"),
-      argTypes, kThreads);
+      argTypes, pipeline.threads());
   ImplicitLocOpBuilder b =
       ImplicitLocOpBuilder::atBlockBegin(loc, &func.getBody().front());
   DeviceEmitter e(b);
@@ -232,18 +232,21 @@ gpu::GPUFuncOp ExpertKernelBuilder::gemmKernel(Location loc, TypeRange argTypes,
     int64_t aElements = pipeline.aElements(), aChunks = step / 8;
     Value staged =
         e.sharedView(smem, 0, stages * stageElements, b.getBF16Type());
-    Value warpRow = e.mul(e.div(warp, 2), 64);
-    Value warpCol = e.mul(e.rem(warp, 2), gateUp ? 32 : 64);
+    int64_t cols = pipeline.cols, threads = pipeline.threads();
+    int64_t bChunks = cols / 8, colWarps = cols / 64;
+    Value warpRow = e.mul(e.div(warp, colWarps), 64);
+    Value warpCol = e.mul(e.rem(warp, colWarps), gateUp ? 32 : 64);
     Value lastRow = e.sub(rows, e.idx(1));
-    Value outCol0 = e.mul(colTile, gateUp ? kCols / 2 : kCols);
+    Value outCol0 = e.mul(colTile, gateUp ? cols / 2 : cols);
 
     // Issues the cp.async copies of reduction step `at` into `stage`:
-    // step / 8 16-byte chunks of A and as many of B per thread.
+    // kRows * step / 8 16-byte chunks of A and step * cols / 8 of B, spread
+    // over the threads.
     auto issue = [&](Value at, Value stage) {
       Value base = e.mul(stage, stageElements);
       Value k0 = e.mul(at, step);
-      for (int64_t i = 0; i < aChunks; ++i) {
-        Value piece = e.add(tid, i * kThreads);
+      for (int64_t i = 0; i < kRows * aChunks / threads; ++i) {
+        Value piece = e.add(tid, i * threads);
         // A: row piece / aChunks, chunk piece % aChunks (rows past the end
         // re-read the last row; their results are not stored).
         Value r = e.div(piece, aChunks), chunk = e.rem(piece, aChunks);
@@ -254,17 +257,18 @@ gpu::GPUFuncOp ExpertKernelBuilder::gemmKernel(Location loc, TypeRange argTypes,
             a, ValueRange{srcRow, e.add(k0, e.mul(chunk, 8))},
             b.getIndexAttr(8), Value(), b.getUnitAttr());
       }
-      for (int64_t i = 0; i < step / 8; ++i) {
-        Value piece = e.add(tid, i * kThreads);
-        // B: reduction row piece / 16, chunk piece % 16; for gate/up, chunks
-        // 0-7 come from Wg and 8-15 from Wu, both at this tile's columns.
-        Value r = e.div(piece, 16), chunk = e.rem(piece, 16);
+      for (int64_t i = 0; i < step * bChunks / threads; ++i) {
+        Value piece = e.add(tid, i * threads);
+        // B: reduction row piece / bChunks, chunk piece % bChunks; for
+        // gate/up, the first half of the chunks come from Wg and the second
+        // from Wu, both at this tile's columns.
+        Value r = e.div(piece, bChunks), chunk = e.rem(piece, bChunks);
         Value col = e.mul(chunk, 8);
         Value weights = b0;
         if (gateUp) {
-          Value fromUp = e.ule(e.idx(8), chunk);
+          Value fromUp = e.ule(e.idx(bChunks / 2), chunk);
           weights = arith::SelectOp::create(b, fromUp, b1, b0);
-          col = e.select(fromUp, e.sub(col, e.idx(kCols / 2)), col);
+          col = e.select(fromUp, e.sub(col, e.idx(cols / 2)), col);
         }
         SmallVector<Value> src;
         if (batchedWeights)
@@ -274,7 +278,7 @@ gpu::GPUFuncOp ExpertKernelBuilder::gemmKernel(Location loc, TypeRange argTypes,
         nvgpu::DeviceAsyncCopyOp::create(
             b, staged,
             ValueRange{e.add(
-                base, e.add(e.idx(aElements), swizzled(e, r, chunk, 16)))},
+                base, e.add(e.idx(aElements), swizzled(e, r, chunk, bChunks)))},
             weights, src, b.getIndexAttr(8), Value(), b.getUnitAttr());
       }
       Type tokenType = nvgpu::DeviceAsyncTokenType::get(b.getContext());
@@ -300,8 +304,8 @@ gpu::GPUFuncOp ExpertKernelBuilder::gemmKernel(Location loc, TypeRange argTypes,
       Value chunk = e.add(e.div(col0, 8), e.div(matrix, 2));
       SmallVector<Value> w = e.ldmatrix(
           staged,
-          e.add(base, e.add(e.idx(aElements), swizzled(e, r, chunk, 16))), 4,
-          true);
+          e.add(base, e.add(e.idx(aElements), swizzled(e, r, chunk, bChunks))),
+          4, true);
       return std::array<std::array<Value, 2>, 2>{{{w[0], w[1]}, {w[2], w[3]}}};
     };
     // Columns of the warp's eight n8 tiles: gate/up: 32 gate columns then
@@ -309,7 +313,7 @@ gpu::GPUFuncOp ExpertKernelBuilder::gemmKernel(Location loc, TypeRange argTypes,
     auto nTileCol = [&](int64_t pair) {
       if (gateUp)
         return e.add(warpCol,
-                     e.idx(pair < 2 ? 16 * pair : kCols / 2 + 16 * (pair - 2)));
+                     e.idx(pair < 2 ? 16 * pair : cols / 2 + 16 * (pair - 2)));
       return e.add(warpCol, e.idx(16 * pair));
     };
 
@@ -490,16 +494,17 @@ static std::string unsupportedReason(Value input, Value wGate, Value wDown,
       !wd.getElementType().isBF16())
     return "the input and weights are not bf16";
   int64_t d = x.getDimSize(1), width = wg.getShape().back();
-  if (ShapedType::isDynamic(d) || d % kCols != 0)
+  int64_t cols = pipeline.cols;
+  if (ShapedType::isDynamic(d) || d % cols != 0)
     return llvm::formatv("the hidden size is not a static multiple of {0}",
-                         kCols);
+                         cols);
   // The pipeline's prologue fills stages - 2 whole steps of either GEMM.
-  int64_t least = std::max(kCols / 2, (pipeline.stages - 2) * pipeline.step);
-  if (!wg.hasStaticShape() || width % (kCols / 2) != 0 || width < least ||
+  int64_t least = std::max(cols / 2, (pipeline.stages - 2) * pipeline.step);
+  if (!wg.hasStaticShape() || width % (cols / 2) != 0 || width < least ||
       d < least)
     return llvm::formatv("the expert width is not a static multiple of {0} or "
                          "the width or hidden size is below {1}",
-                         kCols / 2, least);
+                         cols / 2, least);
   return "";
 }
 
@@ -575,16 +580,17 @@ static void launchFFN(ImplicitLocOpBuilder &b, ExpertKernelBuilder &kernels,
                            grouped, reduction, outWidth);
     gpu::LaunchFuncOp::create(
         b, gemm, gpu::KernelDim3{e.idx(colTiles), tiles, one},
-        gpu::KernelDim3{e.idx(kThreads), one, one}, smem(sharedBytes), args);
+        gpu::KernelDim3{e.idx(kernels.pipeline.threads()), one, one},
+        smem(sharedBytes), args);
   };
   // The grid is empty without rows.
   e.ifThen(e.ult(e.idx(0), rows), [&] {
     launch(GemmKind::GateUp, x, {wg, wu}, hidden, d, width,
-           width / (kCols / 2));
+           width / (kernels.pipeline.cols / 2));
     Value flatOut = memref::CollapseShapeOp::create(
         b, out, ArrayRef<ReassociationIndices>{{0, 1}});
     launch(GemmKind::Down, viewAs2D(b, hidden, rows, width), {wd}, flatOut,
-           width, d, d / kCols);
+           width, d, d / kernels.pipeline.cols);
   });
 }
 
@@ -651,7 +657,12 @@ void MoEGenerateExpertKernelsPass::runOnOperation() {
                        << static_cast<int64_t>(stages);
     return signalPassFailure();
   }
-  Pipeline pipeline{reductionStep, stages};
+  if (blockCols != 128 && blockCols != 256) {
+    module.emitError() << "expects block-cols 128 or 256, got "
+                       << static_cast<int64_t>(blockCols);
+    return signalPassFailure();
+  }
+  Pipeline pipeline{reductionStep, stages, blockCols};
   SmallVector<FFNPlan> plans;
   SmallVector<CombineOp> combines;
   module.walk([&](Operation *op) {

@@ -342,7 +342,10 @@ def MoEGenerateExpertKernels
            "Reduction elements per pipeline stage of the GEMMs (32 or 64)">,
     Option<"stages", "stages", "int64_t", "4",
            "Shared-memory stages of the GEMMs (3 to 6), filled stages - 2 "
-           "steps ahead of use">
+           "steps ahead of use">,
+    Option<"blockCols", "block-cols", "int64_t", "128",
+           "Columns of a GEMM block tile (128: four warps, 256: eight), "
+           "each warp 64 x 64 of 128 rows">
   ];
   let statistics = [
     Statistic<"numGenerated", "num-generated",
