@@ -328,14 +328,41 @@ def MoEGenerateExpertKernels
   let summary = "Generate tensor-core grouped-GEMM GPU kernels for MoE experts";
   let description = [{
     The GPU back end's kernel generator for the expert half of an MoE FFN
-    (ALGORITHMS.md sections 4.4, 6 and 7.1): each eligible
-    `moe.expert_ffn` (grouped over expert-sorted rows) and `moe.glu_ffn`
-    (the shared expert: one group of all rows) becomes two grouped GEMM
-    kernels on tensor cores, the first with the gated activation fused
-    into its epilogue, and each `moe.combine` a weighted gather; they live
-    in the `gpu.module` `moe_expert_kernels`. Ops it does not take are left
-    to `-moe-fuse-routing` and `-convert-moe-to-linalg` with a remark that
-    says why.
+    (ALGORITHMS.md sections 4.4, 6 and 7.1). Kernels go to the `gpu.module`
+    `moe_expert_kernels`, between `bufferization.to_buffer` of the
+    operands and `bufferization.to_tensor` of the results.
+
+    * `moe.expert_ffn` (rows grouped by `expert_offsets`): a schedule
+      kernel turns the offsets into a table of row tiles (128 rows of one
+      expert each, at most `ceil(M / 128) + E`; unused entries -1), then
+      two GEMM kernels run over the table: gate/up, `h = silu(x Wg) *
+      (x Wu)` in its epilogue, written as bf16 to a device buffer; and
+      down, `h Wd`, written in the result's type.
+    * `moe.glu_ffn` (the shared expert): the same two GEMMs over
+      consecutive 128-row tiles of all rows, with no table.
+    * GEMM blocks: 128 rows by `block-cols` columns (the gate/up GEMM's are
+      half gate, half up, at the same output columns, so the epilogue finds
+      both in one thread), one warp per 64 x 64, `mma.sync` m16n8k16 with
+      bf16 operands and fp32 accumulators. Operands reach shared memory by
+      16-byte `cp.async.cg` copies into `stages` buffers of
+      `reduction-step` elements, `stages - 2` steps ahead of use with one
+      barrier per step; their 16-byte chunks are XOR-swizzled by row so
+      that neither the copies nor the `ldmatrix.x4` fragment reads (B
+      transposed from the k-major weights) conflict on banks. Rows past a
+      group's end are read (clamped to the last row) but not written.
+    * `moe.combine`: the inverse of `source_slot` (a kernel), then one
+      block per token summing its k weighted rows in fp32 with 16-byte
+      loads and stores. A combine whose only use is an element-wise sum
+      with another tensor of its type (the shared expert's output, as
+      `-moe-decompose` builds it) starts from that tensor instead, and the
+      sum is replaced: one fp32 sum and one rounding.
+
+    Handled: bf16 input and weights, `swiglu`, a static hidden size that
+    `block-cols` divides and a static expert width that `block-cols / 2`
+    divides, both at least `(stages - 2) * reduction-step`; bf16 `[N, d]`
+    combines. The row count may be dynamic (no launch without rows). What
+    is not handled is left to `-moe-fuse-routing` (expert_ffn, combine)
+    and `-convert-moe-to-linalg` (glu_ffn) with a remark that says why.
   }];
   let options = [
     Option<"reductionStep", "reduction-step", "int64_t", "32",
