@@ -108,6 +108,9 @@ class CompiledKernel:
         """Calls with descriptors of torch tensors (device memory), for
         functions whose GPU code reads its arguments in place."""
         args = [tensor_descriptor(t) for t in tensors]
+        # Our launches go to the runtime's own streams, which do not wait
+        # for PyTorch's: the inputs' producers must be done first.
+        torch.cuda.synchronize()
         self.fn(ctypes.byref(results), *[ctypes.byref(a) for a in args])
         self.check("call")
 

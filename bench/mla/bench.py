@@ -161,6 +161,11 @@ def main():
                         "at the timed lengths")
     p.add_argument("--iters", type=int, default=10)
     p.add_argument("--tolerance", type=float, default=2e-2)
+    p.add_argument("--example-lib",
+                   help="examples/kernels/mla.mlir as it is (H = 4, d_qk = 96, "
+                        "d_v = 64, fp32), built by compile.sh")
+    p.add_argument("--cpu-cases", help="the directory of bench/cpu_reference.py's "
+                                       "cases for the example (CPU back-end results)")
     args = p.parse_args()
     torch.manual_seed(0)
     B = args.batch
@@ -181,6 +186,23 @@ def main():
         v = torch.randn(b, T, H, DV, device=d)
         g = torch.randn(b, T, H, DV, device=d)
         return q, k, v, g
+
+    # The example kernel on the GPU against the CPU back end's results on the
+    # same inputs (bench/cpu_reference.py, run where MLIR is).
+    cpu_checks = []
+    if args.example_lib and args.cpu_cases:
+        example = OurKernel(args.example_lib, args.adapter)
+        for case in sorted(os.listdir(args.cpu_cases)):
+            case_dir = os.path.join(args.cpu_cases, case)
+            arrays = [np.load(os.path.join(case_dir, f"in{i}.npy")) for i in range(4)]
+            cpu_out = np.load(os.path.join(case_dir, "result0.npy"))
+            o = example([torch.from_numpy(a).to(d) for a in arrays])
+            row = {"case": case, "shape": list(arrays[0].shape),
+                   "rel_error_vs_cpu": rel_error(o, cpu_out.astype(np.float64)),
+                   "nonfinite": int(np.size(o) - np.isfinite(o).sum())}
+            row["ok"] = bool(row["rel_error_vs_cpu"] <= args.tolerance and not row["nonfinite"])
+            cpu_checks.append(row)
+            print(json.dumps(row), flush=True)
 
     checks = []
     for T in [int(t) for t in args.check_lengths.split(",") if t]:
@@ -274,7 +296,7 @@ def main():
 
     result = {"gemm_bf16_tflops": gemm, "gemm_bf16_tflops_by_shape": gemm_shapes,
               "flops": "2 B H T^2 (d_qk + d_v) / 2", "tolerance": args.tolerance,
-              "checks": checks, "rows": rows}
+              "checks": checks, "example_vs_cpu_back_end": cpu_checks, "rows": rows}
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "mla_bench.json"), "w") as f:
         json.dump(result, f, indent=2)

@@ -43,3 +43,15 @@ for tile in 128 64; do
   moe_bench_compile "$out/mla_h32_qk192_v128_bf16.mlir" \
     "$out/mla_attention_forward_bf16_qt$tile.o" "attention-query-tile=$tile"
 done
+# The example as it is (H = 4, d_qk = 96, d_v = 64, fp32) and the CPU back
+# end's results on seeded inputs at the lengths of issue #6's CPU test:
+# bench.py checks the GPU kernel against them on the GPU machine.
+moe_bench_compile "$root/examples/kernels/mla.mlir" "$out/mla_example.o"
+rm -rf "$out/cpu"
+build=${MOE_BUILD_DIR:-$root/build}
+for t in 1 17 64 130 300; do
+  python3 "$root/bench/cpu_reference.py" --moe-run "$build/bin/moe-run" \
+    --kernel "$root/examples/kernels/mla.mlir" --entry mla_attention_forward \
+    --out "$out/cpu/t$t" --seed "$t" --input "2,$t,4,96:-1:1" \
+    --input "2,$t,4,96:-1:1" --input "2,$t,4,64:-1:1" --input "2,$t,4,64:-2:2"
+done

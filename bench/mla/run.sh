@@ -26,5 +26,10 @@ for object in "$lib"/mla_attention_forward_*.o; do
   moe_bench_link "$object" "$lib/lib$name.so"
   alt+=(--lib-alt "ours_${name#mla_attention_forward_}=$lib/lib$name.so")
 done
-python3 "$root/bench/mla/bench.py" --lib "$lib/libmla_attention_forward.so" \
+example=()
+if [[ -f $lib/mla_example.o && -d $lib/cpu ]]; then
+  moe_bench_link "$lib/mla_example.o" "$lib/libmla_example.so"
+  example=(--example-lib "$lib/libmla_example.so" --cpu-cases "$lib/cpu")
+fi
+python3 "$root/bench/mla/bench.py" --lib "$lib/libmla_attention_forward.so" "${example[@]}" \
   "${alt[@]}" --adapter "$lib/libmoert_mlir.so" --out "$out" "$@"

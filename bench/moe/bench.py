@@ -1,13 +1,20 @@
 #!/usr/bin/env python3
-# bench/moe/bench.py - check moe-mlir's @moe_ffn_forward on the GPU against a
-# float64 reference, and time a PyTorch MoE layer of the same math at the
-# issue's shape against cuBLAS, in one run on one GPU.
+# bench/moe/bench.py - moe-mlir's MoE layers on the GPU: checked against a
+# float64 reference and against the CPU back end, and timed beside a PyTorch
+# MoE layer of the same math at the issue's shape, in one run on one GPU.
 #
-# Our kernel comes from bench/moe/compile.sh (examples/kernels/moe_ffn.mlir:
-# d = 64, E = 16, top-4, F = 32, shared expert of width 32, routed scaling
-# 2.5, exact quantile balancing; host code + PTX, linked by run.sh). PyTorch
-# is used here only for inputs, the float64 reference, the peer and the
-# ceilings; moe-mlir itself has no Python dependency.
+# Ours, from bench/moe/compile.sh (host code + PTX, linked by run.sh):
+# * moe_ffn_large.mlir (--large-lib): the issue's shape in bf16 through the
+#   GPU pipeline's kernel generators (routing, grouped experts, shared
+#   expert, combine), checked against float64 and timed against the peer;
+# * examples/kernels/moe_ffn.mlir (--lib; d = 64, E = 16, top-4, F = 32,
+#   f32: routing generated, experts on the fused tile IR's
+#   one-thread-per-block kernels) and moe_ffn_bf16_small.mlir
+#   (--bf16-small-lib; d = 256, E = 8, top-2, F = 128, bf16: all
+#   generated), checked with --cpu-checks-only against the CPU back end's
+#   results on the same inputs (bench/cpu_reference.py, run where MLIR is).
+# PyTorch is used here only for inputs, the float64 reference, the peer and
+# the ceilings; moe-mlir itself has no Python dependency.
 #
 # The math (ALGORITHMS.md 4.1, 4.3, 4.5, 7.1):
 #   s = sigmoid(x W_r^T); z = s + bias; sel = top-k of z (ties to the lower
@@ -18,11 +25,9 @@
 #   q = round(N k / E), b'_j = midpoint of the q-th and (q+1)-th smallest
 #   r_.j, centred.
 #
-# Our GPU path is v0 (each scf.forall iteration is ONE block of ONE thread),
-# so our kernel only runs at small N and its time says that it runs, not how
-# fast the compiler can be. The peer runs at N = 16384, d = 2048, F = 1024,
-# E = 64, top-8 in bf16 with torch._grouped_mm when this torch has it (and a
-# per-expert torch.matmul loop in any case).
+# The peer runs at N = 16384, d = 2048, F = 1024, E = 64, top-8 in bf16 with
+# torch._grouped_mm when this torch has it (and a per-expert torch.matmul
+# loop in any case).
 
 import argparse
 import ctypes
@@ -285,11 +290,12 @@ def run_ours(args, ours, rng):
 
 
 class LargeKernel(CompiledKernel):
-    """bench/moe/moe_ffn_large.mlir (the issue's shape, bf16) through the GPU
-    pipeline's kernel generators."""
+    """A bf16 layer through the GPU pipeline's kernel generators:
+    bench/moe/moe_ffn_large.mlir (the issue's shape) or
+    moe_ffn_bf16_small.mlir (`name` moe_ffn_bf16)."""
 
-    def __init__(self, lib_path, adapter_path):
-        super().__init__(lib_path, adapter_path, "moe_ffn_large")
+    def __init__(self, lib_path, adapter_path, name="moe_ffn_large"):
+        super().__init__(lib_path, adapter_path, name)
 
     def __call__(self, tensors):
         res = Results()
@@ -317,6 +323,35 @@ def run_ours_large(large, tensors, ref, rows, layer_flops, gemm, iters):
     out["kernel_tflops"] = layer_flops / (kernel_ms * 1e-3) / 1e12
     out["kernel_over_gemm_ceiling"] = out["kernel_tflops"] / gemm
     return out
+
+
+def check_against_cpu(kernel, case_dir, bf16, y_tol, bias_tol):
+    """Our GPU function on the inputs of one bench/cpu_reference.py case
+    against the CPU back end's results on them (load exactly, y within
+    y_tol relative, next bias within bias_tol)."""
+    inputs = [np.load(os.path.join(case_dir, f"in{i}.npy")) for i in range(9)]
+    cpu_y, cpu_load, cpu_nb = [np.load(os.path.join(case_dir, f"result{i}.npy"))
+                               for i in range(3)]
+    if bf16:   # every argument but the bias is bf16 (the values are exact)
+        tensors = [torch.from_numpy(a).cuda().to(torch.float32 if i == 2 else torch.bfloat16)
+                   for i, a in enumerate(inputs)]
+        res = Results()
+        kernel.call_in_place(res, tensors)
+        y = result_tensor(res.y, torch.bfloat16).float().cpu().numpy()
+        load = result_tensor(res.load, torch.int64).cpu().numpy()
+        nb = result_tensor(res.next_bias, torch.float32).cpu().numpy()
+        kernel.free_results(res.y, res.load, res.next_bias)
+    else:
+        y, load, nb = kernel(*inputs)
+    row = {"case": os.path.basename(case_dir), "N": int(inputs[0].shape[0]),
+           "y_rel_error_vs_cpu": rel_error(y, cpu_y.astype(np.float64)) if cpu_y.size else 0.0,
+           "load_equal_to_cpu": bool(np.array_equal(load, cpu_load)),
+           "load_abs_diff_sum": int(np.abs(load - cpu_load).sum()),
+           "next_bias_max_abs_diff_vs_cpu": float(np.max(np.abs(nb.astype(np.float64) - cpu_nb)))}
+    row["ok"] = bool(row["y_rel_error_vs_cpu"] <= y_tol and row["load_equal_to_cpu"]
+                     and row["next_bias_max_abs_diff_vs_cpu"] <= bias_tol)
+    print(json.dumps(row), flush=True)
+    return row
 
 
 def run_peer(args, rng, gemm, large=None):
@@ -425,6 +460,16 @@ def main():
     p.add_argument("--lib", required=True)
     p.add_argument("--adapter", required=True)
     p.add_argument("--large-lib", help="bench/moe/moe_ffn_large.mlir built by compile.sh")
+    p.add_argument("--bf16-small-lib",
+                   help="bench/moe/moe_ffn_bf16_small.mlir built by compile.sh")
+    p.add_argument("--cpu-cases", help="the directory of bench/cpu_reference.py's "
+                                       "cases (f32_*: the example, bf16_*: the bf16 layer)")
+    p.add_argument("--bf16-y-tol", type=float, default=2e-2,
+                   help="y against the CPU back end for bf16 (the GPU rounds h to bf16)")
+    p.add_argument("--cpu-checks-only", choices=["f32", "bf16"],
+                   help="only check the f32 example (--lib) or the bf16 layer "
+                        "(--bf16-small-lib) against the CPU back end's cases, and "
+                        "write moe_vs_cpu_<kind>.json")
     p.add_argument("--out", required=True)
     p.add_argument("--tokens", default="256,1024", help="N for our kernel (v0: keep small)")
     p.add_argument("--y-tol", type=float, default=1e-4)
@@ -442,8 +487,23 @@ def main():
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
 
-    print("NOTE: our GPU path is v0 (each scf.forall iteration = one block of one "
-          "thread); our times are small-N sanity numbers, not performance.", flush=True)
+    if args.cpu_checks_only:
+        bf16 = args.cpu_checks_only == "bf16"
+        kernel = (LargeKernel(args.bf16_small_lib, args.adapter, "moe_ffn_bf16") if bf16
+                  else OurKernel(args.lib, args.adapter))
+        rows = [check_against_cpu(kernel, os.path.join(args.cpu_cases, case), bf16,
+                                  args.bf16_y_tol if bf16 else args.y_tol, args.bias_tol)
+                for case in sorted(os.listdir(args.cpu_cases))
+                if case.startswith(args.cpu_checks_only)]
+        os.makedirs(args.out, exist_ok=True)
+        with open(os.path.join(args.out, f"moe_vs_cpu_{args.cpu_checks_only}.json"), "w") as f:
+            json.dump(rows, f, indent=2)
+        print(f"against the CPU back end ({args.cpu_checks_only}): "
+              f"{sum(r['ok'] for r in rows)} of {len(rows)} cases ok", flush=True)
+        sys.exit(0 if all(r["ok"] for r in rows) else 1)
+
+    print("NOTE: the f32 example's experts run on one-thread-per-block kernels; its "
+          "times are small-N sanity numbers, not performance.", flush=True)
     print(f"torch {torch.__version__}, torch._grouped_mm: {hasattr(torch, '_grouped_mm')}", flush=True)
     gemm, gemm_shapes = gemm_ceiling()
     print(f"ceiling: bf16 cuBLAS GEMM {gemm:.0f} TFLOP/s "

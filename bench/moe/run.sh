@@ -19,8 +19,7 @@ lib=$root/bench/moe/out
 mkdir -p "$out"
 moe_bench_link "$lib/moe_ffn_forward.o" "$lib/libmoe_ffn_forward.so"
 if [[ -f $lib/experts.o ]]; then
-  # One process per build: two builds of the same kernels in one process
-  # have failed (CUDA_ERROR_INVALID_ADDRESS_SPACE) where each alone passes.
+  # One process per build (each prints its own table).
   for object in "$lib"/experts.o "$lib"/experts_*.o; do
     [[ -f $object ]] || continue
     name=$(basename "$object" .o)
@@ -34,6 +33,16 @@ large=()
 if [[ -f $lib/moe_ffn_large.o ]]; then
   moe_bench_link "$lib/moe_ffn_large.o" "$lib/libmoe_ffn_large.so"
   large=(--large-lib "$lib/libmoe_ffn_large.so")
+fi
+# Against the CPU back end: the f32 example and the bf16 layer, each in its
+# own process.
+if [[ -f $lib/moe_ffn_bf16_small.o && -d $lib/cpu ]]; then
+  moe_bench_link "$lib/moe_ffn_bf16_small.o" "$lib/libmoe_ffn_bf16_small.so"
+  for kind in f32 bf16; do
+    python3 "$root/bench/moe/bench.py" --lib "$lib/libmoe_ffn_forward.so" \
+      --bf16-small-lib "$lib/libmoe_ffn_bf16_small.so" --cpu-cases "$lib/cpu" \
+      --cpu-checks-only "$kind" --adapter "$lib/libmoert_mlir.so" --out "$out"
+  done
 fi
 python3 "$root/bench/moe/bench.py" --lib "$lib/libmoe_ffn_forward.so" "${large[@]}" \
   --adapter "$lib/libmoert_mlir.so" --out "$out" "$@"

@@ -345,8 +345,10 @@ void *mgpuStreamCreate(void) {
       return idle;
     }
   }
+  // A blocking stream: it waits for the legacy default stream, where a
+  // caller (PyTorch, by default) may still be writing the arguments.
   CUstream stream = nullptr;
-  MOERT_MLIR_CHECK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), nullptr);
+  MOERT_MLIR_CHECK(cuStreamCreate(&stream, CU_STREAM_DEFAULT), nullptr);
   return stream;
 }
 
