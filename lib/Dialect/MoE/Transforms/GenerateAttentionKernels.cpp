@@ -519,7 +519,6 @@ AttentionKernelGenerator::buildForwardKernel(TypeRange argTypes) {
   auto step = [&](Value kt, ValueRange carried,
                   bool diagonal) -> SmallVector<Value> {
     SmallVector<Value> state(carried);
-    Value t0 = e.mul(kt, kKeyTile);
     if (asyncKV()) {
       // This tile's group is the only one in flight. After the barrier,
       // every warp is done with the previous step, which read the stage
