@@ -149,3 +149,44 @@ func.func @declined(%x: tensor<?x64xf32>, %off: tensor<17xi64>,
       : (tensor<?x64xf32>, tensor<?xi64>, tensor<?x4xf32>) -> tensor<?x64xf32>
   return %y, %s, %t, %c : tensor<?x64xf32>, tensor<?x96xbf16>, tensor<?x128xbf16>, tensor<?x64xf32>
 }
+
+// -----
+
+// More experts than the schedule kernel's one block has threads.
+
+func.func @many_experts(%x: tensor<?x128xbf16>, %off: tensor<1041xi64>,
+                        %wg: tensor<1040x128x64xbf16>, %wu: tensor<1040x128x64xbf16>,
+                        %wd: tensor<1040x64x128xbf16>) -> tensor<?x128xbf16> {
+  // expected-remark @below {{expert_ffn left to -moe-fuse-routing: more than 1024 experts}}
+  %y = moe.expert_ffn %x, %off, %wg, %wu, %wd {activation = #moe.activation<swiglu>}
+      : (tensor<?x128xbf16>, tensor<1041xi64>, tensor<1040x128x64xbf16>,
+         tensor<1040x128x64xbf16>, tensor<1040x64x128xbf16>) -> tensor<?x128xbf16>
+  return %y : tensor<?x128xbf16>
+}
+
+// -----
+
+// Two layers of the same shapes launch the same kernels: each kernel is
+// built once.
+
+// CHECK-LABEL: func.func @two_layers(
+// CHECK: gpu.launch_func @moe_expert_kernels::@expert_schedule_0
+// CHECK: gpu.launch_func @moe_expert_kernels::@expert_gate_up_1
+// CHECK: gpu.launch_func @moe_expert_kernels::@expert_down_2
+// CHECK: gpu.launch_func @moe_expert_kernels::@expert_schedule_0
+// CHECK: gpu.launch_func @moe_expert_kernels::@expert_gate_up_1
+// CHECK: gpu.launch_func @moe_expert_kernels::@expert_down_2
+// CHECK: gpu.module @moe_expert_kernels
+// CHECK-COUNT-3: gpu.func @expert_
+// CHECK-NOT: gpu.func
+func.func @two_layers(%x: tensor<?x128xbf16>, %off: tensor<5xi64>,
+                      %wg: tensor<4x128x64xbf16>, %wu: tensor<4x128x64xbf16>,
+                      %wd: tensor<4x64x128xbf16>) -> tensor<?x128xbf16> {
+  %y = moe.expert_ffn %x, %off, %wg, %wu, %wd {activation = #moe.activation<swiglu>}
+      : (tensor<?x128xbf16>, tensor<5xi64>, tensor<4x128x64xbf16>,
+         tensor<4x128x64xbf16>, tensor<4x64x128xbf16>) -> tensor<?x128xbf16>
+  %z = moe.expert_ffn %y, %off, %wg, %wu, %wd {activation = #moe.activation<swiglu>}
+      : (tensor<?x128xbf16>, tensor<5xi64>, tensor<4x128x64xbf16>,
+         tensor<4x128x64xbf16>, tensor<4x64x128xbf16>) -> tensor<?x128xbf16>
+  return %z : tensor<?x128xbf16>
+}

@@ -29,6 +29,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FormatVariadic.h"
 
 namespace mlir::moe {
@@ -75,7 +76,8 @@ struct RowTile {
   Value group, rowStart, rowEnd;
 };
 
-/// Builds the kernels of one module's expert ops.
+/// Builds the kernels of one module's expert ops; ops of the same shapes
+/// (the layers of a model) share them.
 class ExpertKernelBuilder {
 public:
   ExpertKernelBuilder(gpu::GPUModuleOp module, Pipeline pipeline)
@@ -101,8 +103,22 @@ private:
   std::string uniqueName(StringRef stem) {
     return llvm::formatv("{0}_{1}", stem, counter++).str();
   }
+  /// What identifies a kernel: its stem, its argument types and the
+  /// parameters that shape its body.
+  static std::string keyOf(StringRef stem, TypeRange argTypes,
+                           ArrayRef<int64_t> parameters) {
+    std::string key;
+    llvm::raw_string_ostream os(key);
+    os << stem;
+    for (int64_t p : parameters)
+      os << ' ' << p;
+    for (Type t : argTypes)
+      os << ' ' << t;
+    return key;
+  }
 
   int64_t counter = 0;
+  llvm::StringMap<gpu::GPUFuncOp> built;
 };
 
 /// Element offset of (row, 8-element chunk) in a swizzled tile whose rows
@@ -123,6 +139,9 @@ static Value swizzled(DeviceEmitter &e, Value row, Value chunk,
 gpu::GPUFuncOp ExpertKernelBuilder::scheduleKernel(Location loc,
                                                    TypeRange argTypes,
                                                    int64_t experts) {
+  std::string key = keyOf("expert_schedule", argTypes, {experts});
+  if (gpu::GPUFuncOp known = built.lookup(key))
+    return known;
   int64_t threads = (experts + 31) / 32 * 32;
   gpu::GPUFuncOp func = createKernel(module, loc, uniqueName("expert_schedule"),
                                      argTypes, threads);
@@ -172,6 +191,7 @@ gpu::GPUFuncOp ExpertKernelBuilder::scheduleKernel(Location loc,
   e.forLoop(e.add(total, tid), maxTiles, threads,
             [&](Value t) { e.store(minusOne, tileGroup, {t}); });
   gpu::ReturnOp::create(b);
+  built[key] = func;
   return func;
 }
 
@@ -179,6 +199,11 @@ gpu::GPUFuncOp ExpertKernelBuilder::gemmKernel(Location loc, TypeRange argTypes,
                                                GemmKind kind, bool grouped,
                                                int64_t reduction,
                                                int64_t width) {
+  std::string key =
+      keyOf("expert_gemm", argTypes,
+            {static_cast<int64_t>(kind), grouped, reduction, width});
+  if (gpu::GPUFuncOp known = built.lookup(key))
+    return known;
   bool gateUp = kind == GemmKind::GateUp;
   gpu::GPUFuncOp func = createKernel(
       module, loc, uniqueName(gateUp ? "expert_gate_up" : "expert_down"),
@@ -401,11 +426,15 @@ gpu::GPUFuncOp ExpertKernelBuilder::gemmKernel(Location loc, TypeRange argTypes,
     }
   });
   gpu::ReturnOp::create(b);
+  built[key] = func;
   return func;
 }
 
 gpu::GPUFuncOp ExpertKernelBuilder::inverseKernel(Location loc,
                                                   TypeRange argTypes) {
+  std::string key = keyOf("expert_slot_rows", argTypes, {});
+  if (gpu::GPUFuncOp known = built.lookup(key))
+    return known;
   gpu::GPUFuncOp func =
       createKernel(module, loc, uniqueName("expert_slot_rows"), argTypes, 256);
   ImplicitLocOpBuilder b =
@@ -421,12 +450,16 @@ gpu::GPUFuncOp ExpertKernelBuilder::inverseKernel(Location loc,
     e.store(arith::IndexCastOp::create(b, b.getI32Type(), m), rowOf, {slot});
   });
   gpu::ReturnOp::create(b);
+  built[key] = func;
   return func;
 }
 
 gpu::GPUFuncOp ExpertKernelBuilder::combineKernel(Location loc,
                                                   TypeRange argTypes,
                                                   int64_t topK, int64_t width) {
+  std::string key = keyOf("expert_combine", argTypes, {topK, width});
+  if (gpu::GPUFuncOp known = built.lookup(key))
+    return known;
   gpu::GPUFuncOp func = createKernel(module, loc, uniqueName("expert_combine"),
                                      argTypes, kCombineThreads);
   ImplicitLocOpBuilder b =
@@ -471,6 +504,7 @@ gpu::GPUFuncOp ExpertKernelBuilder::combineKernel(Location loc,
                             /*nontemporal=*/false, llvm::MaybeAlign(16));
   });
   gpu::ReturnOp::create(b);
+  built[key] = func;
   return func;
 }
 
@@ -490,6 +524,9 @@ static std::string unsupportedReason(Value input, Value wGate, Value wDown,
     return "the activation is not swiglu";
   if (x.getRank() != 2)
     return "the input is not [rows, d]";
+  // The schedule kernel gives each expert one thread of one block.
+  if (wg.getRank() == 3 && wg.getDimSize(0) > 1024)
+    return "more than 1024 experts";
   if (!x.getElementType().isBF16() || !wg.getElementType().isBF16() ||
       !wd.getElementType().isBF16())
     return "the input and weights are not bf16";
@@ -508,12 +545,22 @@ static std::string unsupportedReason(Value input, Value wGate, Value wDown,
   return "";
 }
 
-/// One expert FFN to generate: rows of `input` grouped by `offsets` (null:
-/// one group of all rows).
-struct FFNPlan {
-  Operation *op;
+/// The operands of an expert FFN: rows of `input` grouped by `offsets`
+/// (null: one group of all rows).
+struct FFNOperands {
   Value input, offsets, wGate, wUp, wDown;
 };
+
+/// The operands of `op` (a moe.expert_ffn or moe.glu_ffn), read when it is
+/// generated: an earlier op's generation may have replaced their producer.
+static FFNOperands operandsOf(Operation *op) {
+  if (auto ffn = dyn_cast<ExpertFFNOp>(op))
+    return {ffn.getInput(), ffn.getExpertOffsets(), ffn.getWGate(),
+            ffn.getWUp(), ffn.getWDown()};
+  auto glu = cast<GLUFFNOp>(op);
+  return {glu.getInput(), Value(), glu.getWGate(), glu.getWUp(),
+          glu.getWDown()};
+}
 
 /// A gpu.alloc'ed flat device buffer viewed as [rows, width].
 static Value viewAs2D(ImplicitLocOpBuilder &b, Value flat, Value rows,
@@ -527,16 +574,18 @@ static Value viewAs2D(ImplicitLocOpBuilder &b, Value flat, Value rows,
       ArrayRef<OpFoldResult>{b.getIndexAttr(width), b.getIndexAttr(1)});
 }
 
-/// Launches the GEMMs of `plan` writing into `out` ([rows, d] memref).
+/// Launches the GEMMs of `op` (expert_ffn or glu_ffn) writing into `out`
+/// ([rows, d] memref).
 static void launchFFN(ImplicitLocOpBuilder &b, ExpertKernelBuilder &kernels,
-                      const FFNPlan &plan, Value out) {
+                      Operation *op, Value out) {
+  FFNOperands ffn = operandsOf(op);
   DeviceEmitter e(b);
   Type i32 = b.getI32Type(), bf16 = b.getBF16Type();
-  Value x = readOnlyBuffer(b, plan.input);
-  Value wg = readOnlyBuffer(b, plan.wGate), wu = readOnlyBuffer(b, plan.wUp),
-        wd = readOnlyBuffer(b, plan.wDown);
-  auto wgType = cast<RankedTensorType>(plan.wGate.getType());
-  int64_t d = cast<RankedTensorType>(plan.input.getType()).getDimSize(1);
+  Value x = readOnlyBuffer(b, ffn.input);
+  Value wg = readOnlyBuffer(b, ffn.wGate), wu = readOnlyBuffer(b, ffn.wUp),
+        wd = readOnlyBuffer(b, ffn.wDown);
+  auto wgType = cast<RankedTensorType>(ffn.wGate.getType());
+  int64_t d = cast<RankedTensorType>(ffn.input.getType()).getDimSize(1);
   int64_t width = wgType.getShape().back();
   Value rows = memref::DimOp::create(b, x, 0);
   Value one = e.idx(1);
@@ -544,19 +593,19 @@ static void launchFFN(ImplicitLocOpBuilder &b, ExpertKernelBuilder &kernels,
     return arith::ConstantIntOp::create(b, bytes, 32).getResult();
   };
 
-  bool grouped = static_cast<bool>(plan.offsets);
+  bool grouped = static_cast<bool>(ffn.offsets);
   Value tiles, offsets;
   SmallVector<Value> table;
   if (grouped) {
     int64_t experts = wgType.getDimSize(0);
-    offsets = readOnlyBuffer(b, plan.offsets);
+    offsets = readOnlyBuffer(b, ffn.offsets);
     // Each expert's rows round up to whole tiles: at most one partial tile
     // per expert beyond ceil(rows / kRows).
     tiles = e.add(e.div(e.add(rows, kRows - 1), kRows), e.idx(experts));
     table = allocateDeviceBuffers(b, {{tiles, i32}, {tiles, i32}});
     SmallVector<Value> args = {offsets, table[0], table[1], tiles};
     gpu::GPUFuncOp schedule = kernels.scheduleKernel(
-        plan.op->getLoc(), ValueRange(args).getTypes(), experts);
+        op->getLoc(), ValueRange(args).getTypes(), experts);
     gpu::LaunchFuncOp::create(
         b, schedule, gpu::KernelDim3{one, one, one},
         gpu::KernelDim3{e.idx((experts + 31) / 32 * 32), one, one},
@@ -576,7 +625,7 @@ static void launchFFN(ImplicitLocOpBuilder &b, ExpertKernelBuilder &kernels,
     if (grouped)
       args.append({table[0], table[1], offsets});
     gpu::GPUFuncOp gemm =
-        kernels.gemmKernel(plan.op->getLoc(), ValueRange(args).getTypes(), kind,
+        kernels.gemmKernel(op->getLoc(), ValueRange(args).getTypes(), kind,
                            grouped, reduction, outWidth);
     gpu::LaunchFuncOp::create(
         b, gemm, gpu::KernelDim3{e.idx(colTiles), tiles, one},
@@ -663,7 +712,7 @@ void MoEGenerateExpertKernelsPass::runOnOperation() {
     return signalPassFailure();
   }
   Pipeline pipeline{reductionStep, stages, blockCols};
-  SmallVector<FFNPlan> plans;
+  SmallVector<Operation *> plans;
   SmallVector<CombineOp> combines;
   module.walk([&](Operation *op) {
     if (auto ffn = dyn_cast<ExpertFFNOp>(op)) {
@@ -674,8 +723,7 @@ void MoEGenerateExpertKernelsPass::runOnOperation() {
         ffn.emitRemark() << "expert_ffn left to -moe-fuse-routing: " << reason;
         return;
       }
-      plans.push_back({ffn, ffn.getInput(), ffn.getExpertOffsets(),
-                       ffn.getWGate(), ffn.getWUp(), ffn.getWDown()});
+      plans.push_back(ffn);
     } else if (auto glu = dyn_cast<GLUFFNOp>(op)) {
       std::string reason =
           unsupportedReason(glu.getInput(), glu.getWGate(), glu.getWDown(),
@@ -685,8 +733,7 @@ void MoEGenerateExpertKernelsPass::runOnOperation() {
                          << reason;
         return;
       }
-      plans.push_back({glu, glu.getInput(), Value(), glu.getWGate(),
-                       glu.getWUp(), glu.getWDown()});
+      plans.push_back(glu);
     } else if (auto combine = dyn_cast<CombineOp>(op)) {
       auto outType = cast<RankedTensorType>(combine.getType());
       auto inType = cast<RankedTensorType>(combine.getExpertOutput().getType());
@@ -710,20 +757,20 @@ void MoEGenerateExpertKernelsPass::runOnOperation() {
   gpu::GPUModuleOp gpuModule = createKernelModule(module, "moe_expert_kernels");
   ExpertKernelBuilder kernels(gpuModule, pipeline);
 
-  for (const FFNPlan &plan : plans) {
-    ImplicitLocOpBuilder b(plan.op->getLoc(), plan.op);
+  for (Operation *op : plans) {
+    ImplicitLocOpBuilder b(op->getLoc(), op);
     DeviceEmitter e(b);
-    auto type = cast<RankedTensorType>(plan.op->getResult(0).getType());
-    Value rows = tensor::DimOp::create(b, plan.input, 0);
+    auto type = cast<RankedTensorType>(op->getResult(0).getType());
+    Value rows = tensor::DimOp::create(b, op->getOperand(0), 0);
     Value out = memref::AllocOp::create(
         b, MemRefType::get(type.getShape(), type.getElementType()),
         dynamicSizes(type, {rows, e.idx(type.getDimSize(1))}));
-    launchFFN(b, kernels, plan, out);
+    launchFFN(b, kernels, op, out);
     Value result = bufferization::ToTensorOp::create(b, type, out,
                                                      /*restrict=*/true,
                                                      /*writable=*/true);
-    plan.op->getResult(0).replaceAllUsesWith(result);
-    plan.op->erase();
+    op->getResult(0).replaceAllUsesWith(result);
+    op->erase();
     ++numGenerated;
   }
 
