@@ -24,22 +24,52 @@
 
 namespace {
 
+/// Allocations made through mgpuMemAlloc, by address (their size), and
+/// freed ones kept for reuse, by size. Callers hold the state's mutex.
+struct BufferPool {
+  std::unordered_map<void *, uint64_t> sizes;
+  std::multimap<uint64_t, void *> idle;
+
+  /// A kept buffer of `size` bytes, or null.
+  void *take(uint64_t size) {
+    auto kept = idle.find(size);
+    if (kept == idle.end())
+      return nullptr;
+    void *ptr = kept->second;
+    idle.erase(kept);
+    return ptr;
+  }
+  /// Keeps `ptr` if this pool allocated it.
+  bool keep(void *ptr) {
+    auto known = sizes.find(ptr);
+    if (known == sizes.end())
+      return false;
+    idle.emplace(known->second, ptr);
+    return true;
+  }
+  /// Forgets the kept buffers and returns them.
+  std::vector<void *> drain() {
+    std::vector<void *> buffers;
+    for (auto &entry : idle) {
+      sizes.erase(entry.second);
+      buffers.push_back(entry.second);
+    }
+    idle.clear();
+    return buffers;
+  }
+};
+
 /// Process-wide adapter state: the ABI passes no context.
 struct AdapterState {
   std::mutex mutex;
   std::string error;
   CUcontext context = nullptr;
   bool initialized = false;
-  /// Device allocations made through mgpuMemAlloc, by address (their size),
-  /// and freed ones kept for reuse, by size.
-  std::unordered_map<void *, uint64_t> deviceSizes;
-  std::multimap<uint64_t, void *> cachedBuffers;
-  /// The same for host-shared (managed) allocations: a call's intermediates
-  /// come back at the next call without a new managed allocation, whose
-  /// cost grows with its size (results handed to the caller leave the map
-  /// when the caller frees them).
-  std::unordered_map<void *, uint64_t> sharedSizes;
-  std::multimap<uint64_t, void *> cachedShared;
+  /// Device buffers, and host-shared (managed) ones: a call's intermediates
+  /// come back at the next call without a new allocation, whose cost grows
+  /// with its size (results handed to the caller leave the shared pool's
+  /// books when the caller frees them).
+  BufferPool device, shared;
   /// Streams that compiled code destroyed, kept for its next
   /// mgpuStreamCreate: the host code of a synchronous launch creates and
   /// destroys one around every launch.
@@ -183,7 +213,7 @@ void moertMlirFree(void *ptr) {
   {
     AdapterState &s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
-    s.sharedSizes.erase(ptr);
+    s.shared.sizes.erase(ptr);
   }
   MOERT_MLIR_CHECK(cuMemFree(reinterpret_cast<CUdeviceptr>(ptr)));
 }
@@ -318,19 +348,15 @@ int moertMlirLastKernelTimes(double *milliseconds, int capacity) {
 
 void moertMlirReleaseCachedBuffers(void) {
   AdapterState &s = state();
-  std::multimap<uint64_t, void *> cached, shared;
+  std::vector<void *> buffers, shared;
   {
     std::lock_guard<std::mutex> lock(s.mutex);
-    cached.swap(s.cachedBuffers);
-    for (auto &entry : cached)
-      s.deviceSizes.erase(entry.second);
-    shared.swap(s.cachedShared);
-    for (auto &entry : shared)
-      s.sharedSizes.erase(entry.second);
+    buffers = s.device.drain();
+    shared = s.shared.drain();
   }
-  cached.merge(shared);
-  for (auto &entry : cached)
-    MOERT_MLIR_CHECK(cuMemFree(reinterpret_cast<CUdeviceptr>(entry.second)));
+  buffers.insert(buffers.end(), shared.begin(), shared.end());
+  for (void *ptr : buffers)
+    MOERT_MLIR_CHECK(cuMemFree(reinterpret_cast<CUdeviceptr>(ptr)));
 }
 
 void *mgpuStreamCreate(void) {
@@ -371,21 +397,17 @@ void *mgpuMemAlloc(uint64_t sizeBytes, void *stream, bool isHostShared) {
   if (isHostShared) {
     uint64_t size = sizeBytes ? sizeBytes : 1;
     AdapterState &s = state();
-    void *shared = nullptr;
+    void *shared;
     {
       std::lock_guard<std::mutex> lock(s.mutex);
-      auto cached = s.cachedShared.find(size);
-      if (cached != s.cachedShared.end()) {
-        shared = cached->second;
-        s.cachedShared.erase(cached);
-      }
+      shared = s.shared.take(size);
     }
     if (shared)
       return shared; // its pages are where its last user left them
     shared = moertMlirAllocShared(sizeBytes);
     if (shared) {
       std::lock_guard<std::mutex> lock(s.mutex);
-      s.sharedSizes[shared] = size;
+      s.shared.sizes[shared] = size;
     }
     // Results written by kernels: populate the pages on the device now
     // rather than by faults inside the kernels.
@@ -404,17 +426,13 @@ void *mgpuMemAlloc(uint64_t sizeBytes, void *stream, bool isHostShared) {
   AdapterState &s = state();
   {
     std::lock_guard<std::mutex> lock(s.mutex);
-    auto cached = s.cachedBuffers.find(size);
-    if (cached != s.cachedBuffers.end()) {
-      void *ptr = cached->second;
-      s.cachedBuffers.erase(cached);
-      return ptr;
-    }
+    if (void *kept = s.device.take(size))
+      return kept;
   }
   CUdeviceptr ptr = 0;
   MOERT_MLIR_CHECK(cuMemAlloc(&ptr, size), nullptr);
   std::lock_guard<std::mutex> lock(s.mutex);
-  s.deviceSizes[reinterpret_cast<void *>(ptr)] = size;
+  s.device.sizes[reinterpret_cast<void *>(ptr)] = size;
   return reinterpret_cast<void *>(ptr);
 }
 
@@ -422,19 +440,13 @@ void mgpuMemFree(void *ptr, void *stream) {
   AdapterState &s = state();
   {
     std::lock_guard<std::mutex> lock(s.mutex);
-    auto device = s.deviceSizes.find(ptr);
-    if (device != s.deviceSizes.end()) {
+    bool ours = s.device.sizes.count(ptr) || s.shared.sizes.count(ptr);
+    if (ours) {
       // Reused only by later work: wait for this stream's work on it.
       if (stream)
         cuStreamSynchronize(static_cast<CUstream>(stream));
-      s.cachedBuffers.emplace(device->second, ptr);
-      return;
-    }
-    auto shared = s.sharedSizes.find(ptr);
-    if (shared != s.sharedSizes.end()) {
-      if (stream)
-        cuStreamSynchronize(static_cast<CUstream>(stream));
-      s.cachedShared.emplace(shared->second, ptr);
+      if (!s.device.keep(ptr))
+        s.shared.keep(ptr);
       return;
     }
   }
