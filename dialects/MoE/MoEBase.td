@@ -37,6 +37,12 @@ def MoE_Dialect : Dialect {
   let extraClassDeclaration = [{
     /// Registers the attributes; defined next to their storage classes.
     void registerAttributes();
+    /// Register each family of gradient ops; defined next to their
+    /// verifiers (MoE<Family>GradOps.cpp).
+    void registerLinearAttentionGradOps();
+    void registerCommonGradOps();
+    void registerAttentionGradOps();
+    void registerRoutingGradOps();
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

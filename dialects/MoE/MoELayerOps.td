@@ -15,7 +15,8 @@
 // EmbeddingOp
 //===----------------------------------------------------------------------===//
 
-def MoE_EmbeddingOp : MoE_Op<"embedding", [Pure]> {
+def MoE_EmbeddingOp : MoE_Op<"embedding", [
+    DeclareOpInterfaceMethods<MoE_DifferentiableOpInterface>, Pure]> {
   let summary = "Gathers one row of an embedding table per token";
   let description = [{
     `result[b, t, :] = table[tokens[b, t], :]` (ALGORITHMS.md section 7.2).
@@ -42,7 +43,8 @@ def MoE_EmbeddingOp : MoE_Op<"embedding", [Pure]> {
 // RMSNormOp
 //===----------------------------------------------------------------------===//
 
-def MoE_RMSNormOp : MoE_Op<"rms_norm", [Pure, AllTypesMatch<["input", "result"]>]> {
+def MoE_RMSNormOp : MoE_Op<"rms_norm", [
+    DeclareOpInterfaceMethods<MoE_DifferentiableOpInterface>, Pure, AllTypesMatch<["input", "result"]>]> {
   let summary = "RMS normalisation over the last dimension";
   let description = [{
     `result = input * rsqrt(mean(input^2, -1) + epsilon) * weight`, computed
@@ -281,7 +283,8 @@ def MoE_MoEFFNOp : MoE_Op<"moe_ffn", [Pure, AttrSizedOperandSegments,
 // GLUFFNOp
 //===----------------------------------------------------------------------===//
 
-def MoE_GLUFFNOp : MoE_Op<"glu_ffn", [Pure, AllTypesMatch<["input", "result"]>]> {
+def MoE_GLUFFNOp : MoE_Op<"glu_ffn", [
+    DeclareOpInterfaceMethods<MoE_DifferentiableOpInterface>, Pure, AllTypesMatch<["input", "result"]>]> {
   let summary = "Dense gated FFN (SwiGLU or SiTU-GLU)";
   let description = [{
     `result = act(x W_gate, x W_up) W_down` on `x: [..., d]` with

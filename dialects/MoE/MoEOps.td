@@ -18,14 +18,8 @@ include "mlir/IR/RegionKindInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
 // Operand types shared by all moe ops.
-def MoE_FloatTensor : RankedTensorOf<[AnyFloat]>;
-def MoE_F32Tensor : RankedTensorOf<[F32]>;
-def MoE_IntTensor : RankedTensorOf<[AnySignlessInteger]>;
-def MoE_I64Tensor : RankedTensorOf<[I64]>;
-def MoE_ScalarF32Tensor : 0DTensorOf<[F32]>;
-
-def MoE_PositiveI64Attr : ConfinedAttr<I64Attr, [IntPositive]>;
-def MoE_NonNegativeI64Attr : ConfinedAttr<I64Attr, [IntNonNegative]>;
+include "dialects/MoE/MoETypes.td"
+include "dialects/MoE/MoEInterfaces.td"
 
 include "dialects/MoE/MoEStructureOps.td"
 include "dialects/MoE/MoELayerOps.td"

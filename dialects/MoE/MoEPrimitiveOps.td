@@ -16,7 +16,8 @@
 // DecayGateOp
 //===----------------------------------------------------------------------===//
 
-def MoE_DecayGateOp : MoE_Op<"decay_gate", [Pure]> {
+def MoE_DecayGateOp : MoE_Op<"decay_gate", [
+    DeclareOpInterfaceMethods<MoE_DifferentiableOpInterface>, Pure]> {
   let summary = "KDA log decay from the raw gate projection";
   let description = [{
     Computes `g <= 0` from `raw: [B, T, H, K]` per ALGORITHMS.md section 2.1,
@@ -56,7 +57,8 @@ def MoE_DecayGateOp : MoE_Op<"decay_gate", [Pure]> {
 // KDAOp
 //===----------------------------------------------------------------------===//
 
-def MoE_KDAOp : MoE_Op<"kda", [Pure]> {
+def MoE_KDAOp : MoE_Op<"kda", [
+    DeclareOpInterfaceMethods<MoE_DifferentiableOpInterface>, Pure]> {
   let summary = "Core gated delta-rule recurrence (Kimi Delta Attention)";
   let description = [{
     Per batch `b` and head `h`, with state `S in R^{K x V}` (ALGORITHMS.md
@@ -111,7 +113,8 @@ def MoE_KDAOp : MoE_Op<"kda", [Pure]> {
 // L2NormOp
 //===----------------------------------------------------------------------===//
 
-def MoE_L2NormOp : MoE_Op<"l2_norm", [Pure, AllTypesMatch<["input", "result"]>]> {
+def MoE_L2NormOp : MoE_Op<"l2_norm", [
+    DeclareOpInterfaceMethods<MoE_DifferentiableOpInterface>, Pure, AllTypesMatch<["input", "result"]>]> {
   let summary = "L2 normalisation over the last dimension";
   let description = [{
     `result = input / sqrt(sum(input^2, -1) + epsilon)` (ALGORITHMS.md
@@ -136,7 +139,8 @@ def MoE_L2NormOp : MoE_Op<"l2_norm", [Pure, AllTypesMatch<["input", "result"]>]>
 // ShortConvOp
 //===----------------------------------------------------------------------===//
 
-def MoE_ShortConvOp : MoE_Op<"short_conv", [Pure, AllTypesMatch<["input", "result"]>]> {
+def MoE_ShortConvOp : MoE_Op<"short_conv", [
+    DeclareOpInterfaceMethods<MoE_DifferentiableOpInterface>, Pure, AllTypesMatch<["input", "result"]>]> {
   let summary = "Causal depth-wise 1-D convolution, optionally followed by SiLU";
   let description = [{
     `c[b, t, ch] = sum_{i < W} weight[ch, i] * input[b, t - W + 1 + i, ch]`
@@ -164,7 +168,8 @@ def MoE_ShortConvOp : MoE_Op<"short_conv", [Pure, AllTypesMatch<["input", "resul
 // MLAAttentionOp
 //===----------------------------------------------------------------------===//
 
-def MoE_MLAAttentionOp : MoE_Op<"mla_attention", [Pure]> {
+def MoE_MLAAttentionOp : MoE_Op<"mla_attention", [
+    DeclareOpInterfaceMethods<MoE_DifferentiableOpInterface>, Pure]> {
   let summary = "Core causal attention with an optional sigmoid output gate";
   let description = [{
     Per batch and head (ALGORITHMS.md sections 3.1 and 3.2):
@@ -211,7 +216,8 @@ def MoE_MLAAttentionOp : MoE_Op<"mla_attention", [Pure]> {
 // RouteOp
 //===----------------------------------------------------------------------===//
 
-def MoE_RouteOp : MoE_Op<"route", [Pure]> {
+def MoE_RouteOp : MoE_Op<"route", [
+    DeclareOpInterfaceMethods<MoE_DifferentiableOpInterface>, Pure]> {
   let summary = "Sigmoid top-k routing with load counts and the balancer update";
   let description = [{
     For `input: [N, d]`, `w_router: [E, d]` and the selection bias
@@ -285,7 +291,8 @@ def MoE_RouteOp : MoE_Op<"route", [Pure]> {
 // DispatchOp
 //===----------------------------------------------------------------------===//
 
-def MoE_DispatchOp : MoE_Op<"dispatch", [Pure]> {
+def MoE_DispatchOp : MoE_Op<"dispatch", [
+    DeclareOpInterfaceMethods<MoE_DifferentiableOpInterface>, Pure]> {
   let summary = "Groups token-slots by expert";
   let description = [{
     Sorts the `N * k` (token, slot) pairs of `indices: [N, k]` by expert,
@@ -330,7 +337,8 @@ def MoE_DispatchOp : MoE_Op<"dispatch", [Pure]> {
 // ExpertFFNOp
 //===----------------------------------------------------------------------===//
 
-def MoE_ExpertFFNOp : MoE_Op<"expert_ffn", [Pure,
+def MoE_ExpertFFNOp : MoE_Op<"expert_ffn", [
+    DeclareOpInterfaceMethods<MoE_DifferentiableOpInterface>, Pure,
     AllTypesMatch<["input", "result"]>]> {
   let summary = "Grouped gated FFN over expert-sorted rows";
   let description = [{
@@ -369,7 +377,8 @@ def MoE_ExpertFFNOp : MoE_Op<"expert_ffn", [Pure,
 // CombineOp
 //===----------------------------------------------------------------------===//
 
-def MoE_CombineOp : MoE_Op<"combine", [Pure]> {
+def MoE_CombineOp : MoE_Op<"combine", [
+    DeclareOpInterfaceMethods<MoE_DifferentiableOpInterface>, Pure]> {
   let summary = "Weighted sum of each token's expert outputs";
   let description = [{
     Inverse of `moe.dispatch`: with `expert_output: [N*k, d]`,
@@ -401,7 +410,8 @@ def MoE_CombineOp : MoE_Op<"combine", [Pure]> {
 // AttnResMixOp
 //===----------------------------------------------------------------------===//
 
-def MoE_AttnResMixOp : MoE_Op<"attn_res_mix", [Pure]> {
+def MoE_AttnResMixOp : MoE_Op<"attn_res_mix", [
+    DeclareOpInterfaceMethods<MoE_DifferentiableOpInterface>, Pure]> {
   let summary = "Softmax-over-depth mix of sources with RMS-normalised keys";
   let description = [{
     The core of Attention Residuals (ALGORITHMS.md section 5.3), per token:
@@ -440,7 +450,8 @@ def MoE_AttnResMixOp : MoE_Op<"attn_res_mix", [Pure]> {
 // CrossEntropyOp
 //===----------------------------------------------------------------------===//
 
-def MoE_CrossEntropyOp : MoE_Op<"cross_entropy", [Pure]> {
+def MoE_CrossEntropyOp : MoE_Op<"cross_entropy", [
+    DeclareOpInterfaceMethods<MoE_DifferentiableOpInterface>, Pure]> {
   let summary = "Mean cross-entropy of logits against integer labels";
   let description = [{
     `loss = sum_valid (LSE(logits_t) - logits_t[labels_t]) / N_valid` over the

@@ -16,6 +16,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Reference.h"
+
 #include "moe/Support/Npy.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -35,6 +37,7 @@
 
 using namespace llvm;
 namespace npy = mlir::moe::npy;
+using namespace moe_reference;
 
 //===----------------------------------------------------------------------===//
 // Command line
@@ -108,7 +111,6 @@ static cl::SubCommand mlaAttentionCmd(
     "causal softmax attention with an optional sigmoid output gate "
     "(section 3.5): mla_attention Q K V [GATE] -o O [--lse=LSE] [--scale=S]");
 
-static cl::OptionCategory referenceCategory("moe-reference options");
 
 static cl::SubCommandGroup allCmds(
     {&l2NormCmd, &rmsNormCmd, &decayGateCmd, &shortConvCmd, &crossEntropyCmd,
@@ -238,57 +240,8 @@ static cl::opt<double>
 // Arrays
 //===----------------------------------------------------------------------===//
 
-namespace {
-/// An fp64 tensor with its shape, C order.
-struct Tensor {
-  std::vector<int64_t> shape;
-  std::vector<double> data;
-
-  int64_t dim(int64_t i) const { return shape[i < 0 ? shape.size() + i : i]; }
-  int64_t rank() const { return shape.size(); }
-};
-} // namespace
-
-static ExitOnError exitOnErr;
-
-static Error makeError(const Twine &message) {
-  return createStringError(inconvertibleErrorCode(), message);
-}
-
-static Tensor load(StringRef path) {
-  npy::Array array = exitOnErr(npy::readFile(path));
-  return Tensor{array.shape, array.toF64()};
-}
-
-static std::vector<int64_t> loadIntegers(StringRef path,
-                                         std::vector<int64_t> &shape) {
-  npy::Array array = exitOnErr(npy::readFile(path));
-  if (npy::isFloat(array.dtype))
-    exitOnErr(makeError(path + ": expected an integer array, found " +
-                        npy::getDTypeName(array.dtype)));
-  shape = array.shape;
-  return array.toI64();
-}
-
 static void store(StringRef path, const Tensor &tensor) {
-  std::optional<npy::DType> dtype = npy::parseDTypeName(outputDType);
-  if (!dtype || !npy::isFloat(*dtype))
-    exitOnErr(
-        makeError("--dtype must be f32 or f64, not '" + outputDType + "'"));
-  npy::Array array = npy::Array::fromF64(tensor.shape, tensor.data);
-  exitOnErr(npy::writeFile(path, array.convertTo(*dtype)));
-}
-
-/// Fails unless `tensor` has `expected` (-1 matches any size).
-static void expectShape(const Tensor &tensor, StringRef name,
-                        ArrayRef<int64_t> expected) {
-  bool ok = tensor.rank() == static_cast<int64_t>(expected.size());
-  for (size_t i = 0; ok && i < expected.size(); ++i)
-    ok = expected[i] < 0 || expected[i] == tensor.shape[i];
-  if (!ok)
-    exitOnErr(makeError(name + ": expected shape " +
-                        npy::formatShape(expected) + ", found " +
-                        npy::formatShape(tensor.shape)));
+  storeAs(path, tensor, outputDType);
 }
 
 static void expectInputs(size_t min, size_t max) {
@@ -1168,6 +1121,11 @@ int main(int argc, char **argv) {
       argc, argv,
       "moe-reference: naive fp64 references of moe ops on .npy files\n\n"
       "  moe-reference <subcommand> INPUT.npy... -o OUT.npy [options]\n");
+
+  // Subcommands defined in other files of this tool register themselves.
+  for (const ReferenceCommand &command : referenceCommands())
+    if (*command.subcommand)
+      return command.run();
 
   if (l2NormCmd)
     runL2Norm();

@@ -15,6 +15,7 @@ using namespace mlir;
 using namespace mlir::moe;
 
 #include "dialects/MoE/MoEDialect.cpp.inc"
+#include "dialects/MoE/MoEInterfaces.cpp.inc"
 
 void MoEDialect::initialize() {
   addOperations<
@@ -22,4 +23,8 @@ void MoEDialect::initialize() {
 #include "dialects/MoE/MoEOps.cpp.inc"
       >();
   registerAttributes();
+  registerLinearAttentionGradOps();
+  registerCommonGradOps();
+  registerAttentionGradOps();
+  registerRoutingGradOps();
 }

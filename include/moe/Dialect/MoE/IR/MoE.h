@@ -22,6 +22,7 @@
 
 #include "dialects/MoE/MoEDialect.h.inc"
 #include "dialects/MoE/MoEEnums.h.inc"
+#include "dialects/MoE/MoEInterfaces.h.inc"
 
 #define GET_ATTRDEF_CLASSES
 #include "dialects/MoE/MoEAttrs.h.inc"

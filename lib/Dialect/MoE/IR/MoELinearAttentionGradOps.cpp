@@ -1,0 +1,32 @@
+//===- MoELinearAttentionGradOps.cpp - gradient ops and adjoints ------------------===//
+//
+// Part of the moe-mlir project.
+//
+// The gradient ops of MoELinearAttentionGradOps.td (registration, verifiers) and the
+// DifferentiableOpInterface of the forward ops that emit them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "moe/Dialect/MoE/IR/MoEGradOps.h"
+
+using namespace mlir;
+using namespace mlir::moe;
+
+#define GET_OP_CLASSES
+#include "dialects/MoE/MoELinearAttentionGradOps.cpp.inc"
+
+void MoEDialect::registerLinearAttentionGradOps() {
+  addOperations<
+#define GET_OP_LIST
+#include "dialects/MoE/MoELinearAttentionGradOps.cpp.inc"
+      >();
+}
+
+//===----------------------------------------------------------------------===//
+// Adjoints (DifferentiableOpInterface)
+//===----------------------------------------------------------------------===//
+
+LogicalResult KDAOp::buildAdjoints(OpBuilder &, ValueRange,
+                                   SmallVectorImpl<Value> &) {
+  return emitOpError("has no adjoint yet");
+}
