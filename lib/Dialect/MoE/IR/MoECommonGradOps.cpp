@@ -67,8 +67,8 @@ LogicalResult DecayGateGradOp::verify() {
     return emitOpError("expects an a_log_grad result exactly when a_log is "
                        "given");
   if (getALog())
-    return verifyGradType(*this, "a_log_grad", getALogGrad().getType(),
-                          "a_log", getALog().getType());
+    return verifyGradType(*this, "a_log_grad", getALogGrad().getType(), "a_log",
+                          getALog().getType());
   return success();
 }
 
@@ -99,10 +99,9 @@ LogicalResult EmbeddingGradOp::verify() {
   if (failed(verifyShape(*this, "table", getTable().getType(),
                          {kAnyDim, kAnyDim})))
     return failure();
-  if (failed(verifyShape(
-          *this, "grad", getGrad().getType(),
-          concatDims(getTokens().getType().getShape(),
-                     {dimOf(getTable().getType(), 1)}))))
+  if (failed(verifyShape(*this, "grad", getGrad().getType(),
+                         concatDims(getTokens().getType().getShape(),
+                                    {dimOf(getTable().getType(), 1)}))))
     return failure();
   if (getGrad().getType().getElementType() !=
       getTable().getType().getElementType())
@@ -153,9 +152,9 @@ static LogicalResult noGradient(Operation *op,
   return success();
 }
 
-LogicalResult DecayGateOp::buildAdjoints(OpBuilder &builder,
-                                         ValueRange resultAdjoints,
-                                         SmallVectorImpl<Value> &operandAdjoints) {
+LogicalResult
+DecayGateOp::buildAdjoints(OpBuilder &builder, ValueRange resultAdjoints,
+                           SmallVectorImpl<Value> &operandAdjoints) {
   Value grad = resultAdjoints.front();
   if (!grad)
     return noGradient(*this, operandAdjoints);
@@ -174,63 +173,62 @@ LogicalResult L2NormOp::buildAdjoints(OpBuilder &builder,
   Value grad = resultAdjoints.front();
   if (!grad)
     return noGradient(*this, operandAdjoints);
-  Value inputGrad = L2NormGradOp::create(builder, getLoc(), getInput().getType(),
-                                         grad, getInput(), getEpsilonAttr());
+  Value inputGrad =
+      L2NormGradOp::create(builder, getLoc(), getInput().getType(), grad,
+                           getInput(), getEpsilonAttr());
   operandAdjoints.assign({inputGrad});
   return success();
 }
 
-LogicalResult ShortConvOp::buildAdjoints(OpBuilder &builder,
-                                         ValueRange resultAdjoints,
-                                         SmallVectorImpl<Value> &operandAdjoints) {
+LogicalResult
+ShortConvOp::buildAdjoints(OpBuilder &builder, ValueRange resultAdjoints,
+                           SmallVectorImpl<Value> &operandAdjoints) {
   Value grad = resultAdjoints.front();
   if (!grad)
     return noGradient(*this, operandAdjoints);
-  auto gradOp = ShortConvGradOp::create(
-      builder, getLoc(), getInput().getType(), getWeight().getType(), grad,
-      getInput(), getWeight(), getSiluAttr());
+  auto gradOp = ShortConvGradOp::create(builder, getLoc(), getInput().getType(),
+                                        getWeight().getType(), grad, getInput(),
+                                        getWeight(), getSiluAttr());
   operandAdjoints.assign({gradOp.getInputGrad(), gradOp.getWeightGrad()});
   return success();
 }
 
-LogicalResult RMSNormOp::buildAdjoints(OpBuilder &builder,
-                                       ValueRange resultAdjoints,
-                                       SmallVectorImpl<Value> &operandAdjoints) {
+LogicalResult
+RMSNormOp::buildAdjoints(OpBuilder &builder, ValueRange resultAdjoints,
+                         SmallVectorImpl<Value> &operandAdjoints) {
   Value grad = resultAdjoints.front();
   if (!grad)
     return noGradient(*this, operandAdjoints);
-  auto gradOp = RMSNormGradOp::create(
-      builder, getLoc(), getInput().getType(), getWeight().getType(), grad,
-      getInput(), getWeight(), getEpsilonAttr());
+  auto gradOp = RMSNormGradOp::create(builder, getLoc(), getInput().getType(),
+                                      getWeight().getType(), grad, getInput(),
+                                      getWeight(), getEpsilonAttr());
   operandAdjoints.assign({gradOp.getInputGrad(), gradOp.getWeightGrad()});
   return success();
 }
 
-LogicalResult EmbeddingOp::buildAdjoints(OpBuilder &builder,
-                                         ValueRange resultAdjoints,
-                                         SmallVectorImpl<Value> &operandAdjoints) {
+LogicalResult
+EmbeddingOp::buildAdjoints(OpBuilder &builder, ValueRange resultAdjoints,
+                           SmallVectorImpl<Value> &operandAdjoints) {
   Value grad = resultAdjoints.front();
   if (!grad)
     return noGradient(*this, operandAdjoints);
-  Value tableGrad =
-      EmbeddingGradOp::create(builder, getLoc(), getTable().getType(), grad,
-                              getTokens(), getTable());
+  Value tableGrad = EmbeddingGradOp::create(
+      builder, getLoc(), getTable().getType(), grad, getTokens(), getTable());
   // Token ids are integers: no gradient.
   operandAdjoints.assign({Value(), tableGrad});
   return success();
 }
 
-LogicalResult AttnResMixOp::buildAdjoints(OpBuilder &builder,
-                                          ValueRange resultAdjoints,
-                                          SmallVectorImpl<Value> &operandAdjoints) {
+LogicalResult
+AttnResMixOp::buildAdjoints(OpBuilder &builder, ValueRange resultAdjoints,
+                            SmallVectorImpl<Value> &operandAdjoints) {
   Value grad = resultAdjoints.front();
   if (!grad)
     return noGradient(*this, operandAdjoints);
   SmallVector<Type> sourceTypes(getSources().getTypes());
-  auto gradOp = AttnResMixGradOp::create(builder, getLoc(), sourceTypes,
-                                         getQuery().getType(), grad,
-                                         getSources(), getQuery(),
-                                         getEpsilonAttr());
+  auto gradOp = AttnResMixGradOp::create(
+      builder, getLoc(), sourceTypes, getQuery().getType(), grad, getSources(),
+      getQuery(), getEpsilonAttr());
   operandAdjoints.assign(gradOp.getSourceGrads().begin(),
                          gradOp.getSourceGrads().end());
   operandAdjoints.push_back(gradOp.getQueryGrad());
