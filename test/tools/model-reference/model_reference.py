@@ -497,7 +497,7 @@ def forward(model, packed, tokens, labels, selections=None, start=0,
         raise ModelError("the parameter vector has shape %s; the model %s has "
                          "%d scalars" % (packed.shape, model.name,
                                          model.num_scalars))
-    packed = packed.astype(np.float64)
+    packed = np.asarray(packed, dtype=np.float64)
     if selections is None:
         selections = {}
     if env is None:
@@ -624,11 +624,16 @@ class Objective:
         start = self.first_use.get(result, len(self.model.ops))
         env = dict(self.snapshots[start]) if start < len(self.model.ops) else {}
         env[result] = values.reshape(param.shape)
-        packed = self.base.copy()
-        packed[param.offset:param.offset + param.size] = values
+        # The base vector is changed in place for the run, then restored.
+        window = self.base[param.offset:param.offset + param.size]
+        saved = window.copy()
+        window[:] = values
         sel = {}
-        loss = forward(self.model, packed, self.tokens, self.labels, sel,
-                       start=start, env=env)
+        try:
+            loss = forward(self.model, self.base, self.tokens, self.labels,
+                           sel, start=start, env=env)
+        finally:
+            window[:] = saved
         same = all(np.array_equal(sel[i], self.selections[i]) for i in sel)
         return loss, same
 
@@ -677,13 +682,21 @@ def cmd_gradcheck(args, model):
     if grad.shape != (model.num_scalars,):
         raise ModelError("the gradient has %d scalars; the model %s has %d" %
                          (grad.size, model.name, model.num_scalars))
-    for item in args.scale_grad:
-        name, factor = item.rsplit("=", 1)
-        if name not in model.by_name:
-            raise ModelError("--scale-grad: no parameter named \"%s\"" % name)
-        p = model.by_name[name]
-        grad[p.offset:p.offset + p.size] *= float(factor)
-        print("scaled the gradient of %s by %s" % (name, factor))
+    # Deliberate errors, to show that the check catches them.
+    for option, items in (("scale", args.scale_grad), ("add", args.add_grad)):
+        for item in items:
+            name, text = item.rsplit("=", 1)
+            if name not in model.by_name:
+                raise ModelError("--%s-grad: no parameter named \"%s\"" %
+                                 (option, name))
+            p = model.by_name[name]
+            window = grad[p.offset:p.offset + p.size]
+            if option == "scale":
+                window *= float(text)
+                print("scaled the gradient of %s by %g" % (name, float(text)))
+            else:
+                window += float(text)
+                print("added %g to the gradient of %s" % (float(text), name))
     obj = Objective(model, packed, load_npy(args.tokens, "tokens"),
                     load_npy(args.labels, "labels"))
     print("model %s: %d parameter tensors, %d scalars, loss %.17g" %
@@ -779,8 +792,12 @@ def main(argv):
                            metavar="NAME=FACTOR",
                            help="multiply one tensor's gradient (to show "
                                 "that the check fails)")
+            s.add_argument("--add-grad", action="append", default=[],
+                           metavar="NAME=VALUE",
+                           help="add VALUE to one tensor's gradient (to show "
+                                "that the check fails)")
         if name != "loss":
-            s.add_argument("--step", type=float, default=1e-5,
+            s.add_argument("--step", type=float, default=1e-4,
                            help="central-difference step, relative to the "
                                 "tensor's norm")
     args = parser.parse_args(argv)
