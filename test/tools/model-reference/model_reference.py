@@ -445,6 +445,9 @@ def cross_entropy(logits, labels, ignore_index):
     valid = lab != ignore_index
     if not valid.any():
         raise ModelError("every label is ignore_index")
+    if lab[valid].min() < 0 or lab[valid].max() >= flat.shape[-1]:
+        raise ModelError("a label lies outside [0, %d) and is not ignore_index "
+                         "%d" % (flat.shape[-1], ignore_index))
     z = flat[valid]
     m = z.max(axis=1)
     lse = m + np.log(np.exp(z - m[:, None]).sum(axis=1))
@@ -769,7 +772,8 @@ def main(argv):
     s.add_argument("--seq-len", type=int, default=40)
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--ignore-every", type=int, default=0,
-                   help="set every N-th label to ignore_index -100 (0: none)")
+                   help="set every N-th label to the lm_head's ignore_index "
+                        "(0: none)")
 
     for name in ("loss", "fdgrad", "gradcheck"):
         s = sub.add_parser(name)
@@ -822,7 +826,9 @@ def main(argv):
         tokens = rng.integers(0, model.vocab, shape).astype(np.int32)
         labels = rng.integers(0, model.vocab, shape).astype(np.int32)
         if args.ignore_every > 0:
-            labels.reshape(-1)[::args.ignore_every] = -100
+            heads = [op for op in model.ops if op.name == "moe.lm_head"]
+            ignore = heads[0].attrs.get("ignore_index", -100) if heads else -100
+            labels.reshape(-1)[::args.ignore_every] = ignore
         import os
         os.makedirs(args.output, exist_ok=True)
         np.save(os.path.join(args.output, "tokens.npy"), tokens)
