@@ -422,7 +422,13 @@ def moe_ffn(x, w, attrs, selections):
     # Decreasing z, equal values to the lower expert index first.
     order = np.argsort(-z, axis=1, kind="stable")
     chosen = order[:, :top_k]
-    selections.append(chosen.copy())
+    # The smallest gap between a token's k-th and (k+1)-th biased score:
+    # how far the selection is from a tie (fp32 may break a closer one
+    # differently).
+    ranked = np.take_along_axis(z, order, axis=1)
+    margin = float(np.min(ranked[:, top_k - 1] - ranked[:, top_k])) \
+        if top_k < experts and ranked.shape[0] else math.inf
+    selections.append((chosen.copy(), margin))
     s_sel = np.take_along_axis(s, chosen, axis=1)
     weights = s_sel / (s_sel.sum(axis=1, keepdims=True) + 1e-20) * scaling
     y = np.zeros_like(flat)
@@ -489,13 +495,14 @@ def lookup(op, env, value):
 
 
 def forward(model, packed, tokens, labels, selections=None, start=0,
-            env=None, snapshots=None):
+            env=None, snapshots=None, margins=None):
     """The float64 loss of `model` at the packed parameters.
 
     `selections` (a dict) receives each moe_ffn's routing choice by op index.
     With `env` (the values before op `start` of an earlier run) only the ops
     from `start` on run; `snapshots` (a list) receives the values before each
-    op, for such later runs."""
+    op, for such later runs; `margins` (a dict) each moe_ffn's smallest gap
+    between a token's k-th and (k+1)-th biased router score."""
     if packed.shape != (model.num_scalars,):
         raise ModelError("the parameter vector has shape %s; the model %s has "
                          "%d scalars" % (packed.shape, model.name,
@@ -536,7 +543,9 @@ def forward(model, packed, tokens, labels, selections=None, start=0,
             chosen = []
             value = moe_ffn(lookup(op, env, op.leading[0]),
                             named_operands(op, env, MOE_GROUPS), a, chosen)
-            selections[index] = chosen[0]
+            selections[index] = chosen[0][0]
+            if margins is not None:
+                margins[op.results[0]] = chosen[0][1]
         elif op.name == "moe.glu_ffn":
             x, wg, wu, wd = (lookup(op, env, v) for v in op.leading)
             value = glu_ffn(x, wg, wu, wd, a["activation"])
@@ -606,8 +615,9 @@ class Objective:
         self.model, self.tokens, self.labels = model, tokens, labels
         self.base = packed.astype(np.float64)
         self.selections, self.snapshots = {}, []
+        self.margins = {}
         self.loss = forward(model, self.base, tokens, labels, self.selections,
-                            snapshots=self.snapshots)
+                            snapshots=self.snapshots, margins=self.margins)
         self.first_use = {}
         for index, op in enumerate(model.ops):
             if op.name == "moe.param":
@@ -704,6 +714,8 @@ def cmd_gradcheck(args, model):
                     load_npy(args.labels, "labels"))
     print("model %s: %d parameter tensors, %d scalars, loss %.17g" %
           (model.name, len(model.params), model.num_scalars, obj.loss))
+    for value, margin in obj.margins.items():
+        print("routing of %s: smallest top-k margin %.3e" % (value, margin))
     rng = np.random.default_rng(args.seed)
     worst, worst_name, failed = 0.0, "", []
     for p in select_params(model, args.only):
@@ -835,10 +847,13 @@ def main(argv):
         np.save(os.path.join(args.output, "labels.npy"), labels)
         return 0
     if args.command == "loss":
+        margins = {}
         loss = forward(model, load_npy(args.params, "parameters"),
                        load_npy(args.tokens, "tokens"),
-                       load_npy(args.labels, "labels"))
+                       load_npy(args.labels, "labels"), margins=margins)
         print("loss %.17g" % loss)
+        for value, margin in margins.items():
+            print("routing of %s: smallest top-k margin %.3e" % (value, margin))
         if args.output:
             np.save(args.output, np.array(loss, dtype=np.float64))
         return 0
