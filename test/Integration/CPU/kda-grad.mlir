@@ -4,7 +4,8 @@
 // (section 1.3 BWD in fp64, which shares no code with the tiling), on seeded
 // random inputs with a random initial state, a random output adjoint and a
 // random final-state adjoint. Every gradient (q, k, v, g, beta, S0) is
-// compared; the bound is relative, max|a-b| / max|b|.
+// compared; the bound is relative, max|a-b| / max|b|: 2e-5 (section 9 asks
+// for 1e-4; the worst observed is 6.5e-6, dk at T = 64).
 //
 // @kda_grad_bounded has the bounded gate (g_min = -5): its diagonal tiles are
 // proven safe and dense. @kda_grad_softplus cannot be proven: its diagonal
@@ -18,7 +19,7 @@
 // DEFINE: %{zhigh} = 3
 // DEFINE: %{alow} = 0
 // DEFINE: %{ahigh} = 1
-// DEFINE: %{tol} = 1e-4
+// DEFINE: %{tol} = 2e-5
 // DEFINE: %{gen} = rm -rf %t && mkdir -p %t/ref && moe-npy random %t/q.npy --shape=%{B},%{T},2,32 --seed=1 && moe-npy random %t/k.npy --shape=%{B},%{T},2,32 --seed=2 && moe-npy random %t/v.npy --shape=%{B},%{T},2,16 --seed=3 && moe-npy random %t/z.npy --shape=%{B},%{T},2,32 --seed=4 --low=%{zlow} --high=%{zhigh} && moe-npy random %t/beta.npy --shape=%{B},%{T},2 --seed=5 --low=0.05 --high=0.95 && moe-npy random %t/a_log.npy --shape=2 --seed=6 --low=%{alow} --high=%{ahigh} && moe-npy random %t/dt_bias.npy --shape=2,32 --seed=7 && moe-npy random %t/s0.npy --shape=%{B},2,32,16 --seed=8 && moe-npy random %t/do.npy --shape=%{B},%{T},2,16 --seed=9 && moe-npy random %t/ds.npy --shape=%{B},2,32,16 --seed=10
 // DEFINE: %{inputs} = -i %t/q.npy -i %t/k.npy -i %t/v.npy -i %t/z.npy -i %t/beta.npy -i %t/a_log.npy -i %t/dt_bias.npy -i %t/s0.npy -i %t/do.npy -i %t/ds.npy
 // DEFINE: %{ref} = moe-reference kda-grad %t/out/result6.npy %t/out/result7.npy %t/v.npy %t/out/result8.npy %t/beta.npy %t/do.npy --initial-state=%t/s0.npy --final-state-adjoint=%t/ds.npy -o %t/ref
@@ -46,14 +47,19 @@
 
 // Strong softplus decays (about -130 nats per step): the run-time guard
 // sends every diagonal tile to the per-position path; forcing the dense
-// path on the same input gives non-finite gradients.
+// path on the same input gives non-finite gradients. Every state decays to
+// nothing within a step, so the exact dg and dS0 are ~1e-42 (below fp32's
+// normal range): they are bounded absolutely, at 1e-40 (observed: one
+// subnormal ulp). The other gradients keep the relative bound.
 // REDEFINE: %{B} = 2
 // REDEFINE: %{T} = 100
 // REDEFINE: %{zlow} = 20
 // REDEFINE: %{zhigh} = 40
 // REDEFINE: %{alow} = 1.5
 // REDEFINE: %{ahigh} = 1.6
-// RUN: %{gen} && %{softplus}
+// RUN: %{gen} && moe-run %s --entry=kda_grad_softplus --opt-level=0 %{inputs} -o %t/out 2>/dev/null && %{ref}
+// RUN: moe-npy compare %t/out/result0.npy %t/ref/dq.npy --rtol=%{tol} && moe-npy compare %t/out/result1.npy %t/ref/dk.npy --rtol=%{tol} && moe-npy compare %t/out/result2.npy %t/ref/dv.npy --rtol=%{tol} && moe-npy compare %t/out/result4.npy %t/ref/dbeta.npy --rtol=%{tol}
+// RUN: moe-npy compare %t/out/result3.npy %t/ref/dg.npy --atol=1e-40 && moe-npy compare %t/out/result5.npy %t/ref/ds0.npy --atol=1e-40
 // RUN: moe-opt %s --moe-tile-linear-attention=test-force-dense=true -o %t/forced.mlir 2>/dev/null
 // RUN: moe-run %t/forced.mlir --entry=kda_grad_softplus --opt-level=0 %{inputs} -o %t/forced
 // RUN: moe-npy stats %t/forced/result3.npy | FileCheck %s --check-prefix=FORCED

@@ -135,14 +135,16 @@ private:
   /// Section 1.7 for one chunk, given dO `[C, V]` and dS' `[K, V]`.
   ChunkGradients chunkBackward(const ChunkForward &f, Value dOut, Value dNext);
   /// The pairwise terms of the diagonal tile `a` for the given adjoints of
-  /// Aqk and KK (`[c, c]`, masked): returns (dQ from Aqk, dK of the row side
-  /// from KK, dK of the column side from both), each `[c, K]`.
+  /// Aqk and KK (`[c, c]`, strictly lower): returns (dQ from Aqk, dK of the row
+  /// side from KK, dK of the column side from both), each `[c, K]`.
   SmallVector<Value> diagonalGradDense(Value dAqk, Value dKK, Value q, Value k,
                                        Value gamma, Value g);
   SmallVector<Value> diagonalGradPerPosition(Value dAqk, Value dKK, Value q,
                                              Value k, Value gamma);
   /// Sums over the rows of a `[n, m]` matrix: `[m]`.
   Value columnSums(Value matrix);
+  /// Sums over the columns of a `[n, m]` matrix: `[n]`.
+  Value rowSumOf(Value matrix);
 
   ImplicitLocOpBuilder &b;
   TensorBuilder tb;

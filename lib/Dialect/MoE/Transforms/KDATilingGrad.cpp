@@ -42,6 +42,13 @@ Value KDATiler::columnSums(Value matrix) {
                     })[0];
 }
 
+Value KDATiler::rowSumOf(Value matrix) {
+  return tb.reduceLast(
+      matrix, f32(), 0.0, [](OpBuilder &nested, Location loc, ValueRange args) {
+        return arith::AddFOp::create(nested, loc, args[1], args[0]);
+      });
+}
+
 SmallVector<Value> KDATiler::diagonalGradDense(Value dAqk, Value dKK, Value q,
                                                Value k, Value gamma, Value g) {
   // With exp(G_i - G_j) = exp(G_i - G_r) exp(G_r - G_j), each pairwise
@@ -140,9 +147,13 @@ ChunkGradients KDATiler::chunkBackward(const ChunkForward &f, Value dOut,
                                  scaleRows(dNext, lastDecay)),
                           tb.matmul(f.w, dPseudo, true, false));
 
-  // dAqk = Tril(dO Vn^T); the inter-chunk terms X = dO S^T, Y = Vn dS'^T.
+  // dAqk = Tril(dO Vn^T). Its diagonal (exp(0) = 1) is applied apart:
+  // d/dGamma of its terms cancels exactly, so the pairwise terms below use
+  // the strictly lower part only, and rounding leaves no residue in dg.
   Value dAqk = lowerPart(tb.matmul(dOut, f.pseudoValues, false, true),
-                         /*strict=*/false);
+                         /*strict=*/true);
+  Value dAqkDiagonal = rowSumOf(tb.multiply(dOut, f.pseudoValues));
+  // The inter-chunk terms X = dO S^T, Y = Vn dS'^T.
   Value x = tb.matmul(dOut, f.state, false, true);
   Value y = tb.matmul(f.pseudoValues, dNext, false, true);
 
@@ -150,21 +161,10 @@ ChunkGradients KDATiler::chunkBackward(const ChunkForward &f, Value dOut,
   Value dW = scaled(tb.matmul(dPseudo, f.state, false, true), -1.0);
   Value mdU = tb.matmul(f.m, dPseudo, true, false);
   Value dV = scaleRows(mdU, f.beta);
-  Value dBeta = tb.reduceLast(
-      tb.multiply(mdU, f.v), f32(), 0.0,
-      [](OpBuilder &nested, Location loc, ValueRange args) {
-        return arith::AddFOp::create(nested, loc, args[1], args[0]);
-      });
+  Value dBeta = rowSumOf(tb.multiply(mdU, f.v));
   Value dKb = tb.matmul(f.m, dW, true, false);
   Value kExp = tb.multiply(f.k, f.decay);
-  auto rowSum = [&](Value matrix) {
-    return tb.reduceLast(matrix, f32(), 0.0,
-                         [](OpBuilder &nested, Location loc, ValueRange args) {
-                           return arith::AddFOp::create(nested, loc, args[1],
-                                                        args[0]);
-                         });
-  };
-  dBeta = tb.add(dBeta, rowSum(tb.multiply(dKb, kExp)));
+  dBeta = tb.add(dBeta, rowSumOf(tb.multiply(dKb, kExp)));
 
   // Through M = (I + L)^-1: dL = StrictTril(-M^T dM M^T), with
   // dM = dU (beta V)^T + dW Kb^T; L = Diag(beta) KK.
@@ -174,7 +174,7 @@ ChunkGradients KDATiler::chunkBackward(const ChunkForward &f, Value dOut,
       scaled(tb.matmul(tb.matmul(f.m, dM, true, false), f.m, false, true),
              -1.0),
       /*strict=*/true);
-  dBeta = tb.add(dBeta, rowSum(tb.multiply(dL, f.keyKey)));
+  dBeta = tb.add(dBeta, rowSumOf(tb.multiply(dL, f.keyKey)));
   Value dKK = scaleRows(dL, f.beta);
 
   // The pairwise terms of Aqk and KK, tile by tile.
@@ -250,12 +250,15 @@ ChunkGradients KDATiler::chunkBackward(const ChunkForward &f, Value dOut,
   Value dKRowFull = assemble(dKRow);
   Value dKColFull = assemble(dKCol);
 
-  // dQ = X exp(G) + pairwise; dq = s dQ.
-  Value dq = scaled(tb.add(tb.multiply(x, f.decay), dQPairFull), config.scale);
-  // dK = Y exp(G_last - G) + beta exp(G) dKb + pairwise.
-  Value dk = tb.add(tb.add(scaleByDecay(y, f.gamma, f.lastRow, -1.0),
-                           scaleRows(dKb, f.beta, f.decay)),
-                    tb.add(dKRowFull, dKColFull));
+  // dQ = X exp(G) + pairwise + Diag(dAqk) K; dq = s dQ.
+  Value dq = scaled(tb.add(tb.add(tb.multiply(x, f.decay), dQPairFull),
+                           scaleRows(f.k, dAqkDiagonal)),
+                    config.scale);
+  // dK = Y exp(G_last - G) + beta exp(G) dKb + pairwise + Diag(dAqk) Q.
+  Value dk = tb.add(
+      tb.add(scaleByDecay(y, f.gamma, f.lastRow, -1.0),
+             scaleRows(dKb, f.beta, f.decay)),
+      tb.add(tb.add(dKRowFull, dKColFull), scaleRows(f.q, dAqkDiagonal)));
 
   // dGamma = X Q exp(G) - Y Kd + dKb Kb + Q dQpair + K (dKRow - dKCol),
   // plus, on the last row, sum_rows(Y Kd) + exp(G_last) rowsum(dS' S).
@@ -267,7 +270,7 @@ ChunkGradients KDATiler::chunkBackward(const ChunkForward &f, Value dOut,
                     tb.multiply(f.k, subtract(dKRowFull, dKColFull))));
   Value dLast =
       tb.add(columnSums(yKd),
-             tb.multiply(lastDecay, rowSum(tb.multiply(dNext, f.state))));
+             tb.multiply(lastDecay, rowSumOf(tb.multiply(dNext, f.state))));
   // Gamma_i = sum_{s <= i} g_s: dg_s = sum_{i >= s} dGamma_i, which is
   // Tril(1)^T dGamma; the last row's extra term reaches every s.
   Value dg = tb.matmul(f.lowerOnes, dGamma, true, false);

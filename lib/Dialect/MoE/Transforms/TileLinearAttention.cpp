@@ -8,7 +8,9 @@
 // (factored exponentials, two matmuls) only where the decay-bound analysis
 // proves the hard condition of section 2.2; otherwise it takes the
 // per-position path of section 2.4 or, for gates that cannot be proven, the
-// exact runtime guard that picks a path per tile.
+// exact runtime guard that picks a path per tile. `moe.kda_grad` is lowered
+// by the same pass, with the same decision, into the chunked backward of
+// section 1.7 (KDATilingGrad.cpp); the tile builder is KDATiling.h.
 //
 //===----------------------------------------------------------------------===//
 
