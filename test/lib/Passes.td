@@ -70,4 +70,24 @@ def TestMoEAdjoints : Pass<"test-moe-adjoints", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::moe::MoEDialect"];
 }
 
+def TestMoEReverseMode
+    : Pass<"test-moe-reverse-mode", "::mlir::ModuleOp"> {
+  let summary = "Differentiate marked functions with the reverse mode of "
+                "-moe-build-training-step";
+  let description = [{
+    For every `func.func @f` carrying the unit attribute `test.reverse_mode`,
+    builds `@f_grad` with the arguments of `@f`, returning `@f`'s result and
+    then, for each float tensor argument in order, the gradient of the sum
+    of the result's elements with respect to it (zeros where none flows),
+    through `buildReverseMode` (moe/Dialect/MoE/Transforms/ReverseMode.h).
+    `@f` must have one block and one float tensor result. Errors of the
+    reverse mode (ops it cannot differentiate) fail the pass.
+  }];
+  let dependentDialects = [
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::tensor::TensorDialect",
+    "::mlir::arith::ArithDialect"
+  ];
+}
+
 #endif // MOE_TEST_LIB_PASSES_TD

@@ -46,6 +46,50 @@ def MoEDecompose : Pass<"moe-decompose"> {
   ];
 }
 
+def MoEBuildTrainingStep
+    : Pass<"moe-build-training-step", "::mlir::ModuleOp"> {
+  let summary = "Build the gradient and the training step of every moe.model";
+  let description = [{
+    Implements the contract of docs/Training.md. Every `moe.model @M`
+    becomes three functions of its packed parameters (`getParamLayout`
+    order, `P` fp32 scalars):
+
+    * `@M(params, tokens, labels) -> loss`: the forward, as
+      `-convert-moe-model-to-func` builds it;
+    * `@M_grad(params, tokens, labels) -> (loss, grad: tensor<Pxf32>)`: the
+      model decomposed (`populateDecomposeLayerPatterns`) and differentiated
+      in reverse (`moe/Dialect/MoE/Transforms/ReverseMode.h`): moe ops
+      through `DifferentiableOpInterface`, upstream ops (`linalg`
+      structured ops, tensor reshapes, slices, concatenations, element-wise
+      `arith` on tensors) by the rules of ReverseMode.cpp. Buffer slots
+      (router biases) get a zero gradient;
+    * `@M_train_step(params, m, v, tokens, labels, hyper: tensor<8xf32>) ->
+      (loss, params, m, v, metrics: tensor<Mxf32>)`: global gradient norm,
+      clipping by `max_grad_norm` (off when `<= 0`), AdamW (ALGORITHMS.md
+      7.4; no decoupled decay on `no_weight_decay` parameters), buffers left
+      to the balancer: each router bias slot takes its `moe.moe_ffn`'s
+      `next_bias`. `hyper = [lr, beta1, beta2, eps, weight_decay,
+      max_grad_norm, 1/(1-beta1^t), 1/(1-beta2^t)]`. `metrics = [grad norm
+      before clipping, MaxVio of each MoE layer (max(load)/mean(load) - 1),
+      the loads of each MoE layer]`, named entry by entry by the function's
+      `moe.metric_names` (`grad_norm`, `<ffn>.max_vio`, then `<ffn>.load`
+      once per expert, where `<ffn>` is the router bias's name without
+      `.router_bias`, e.g. `layers.0.ffn`).
+
+    Errors (located): an op between the parameters and the loss that cannot
+    be differentiated, a router bias that is not a `buffer` param, a
+    `@M_grad` or `@M_train_step` that already exists.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::func::FuncDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::tensor::TensorDialect",
+    "::mlir::moe::MoEDialect"
+  ];
+}
+
 def MoEPrintModelSummary : Pass<"moe-print-model-summary", "::mlir::ModuleOp"> {
   let summary = "Print each model's layers, parameters and active parameters";
   let description = [{
