@@ -477,4 +477,51 @@ def MoE_CrossEntropyOp : MoE_Op<"cross_entropy", [
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// LinearCrossEntropyOp
+//===----------------------------------------------------------------------===//
+
+def MoE_LinearCrossEntropyOp : MoE_Op<"linear_cross_entropy", [
+    DeclareOpInterfaceMethods<MoE_DifferentiableOpInterface>, Pure]> {
+  let summary = "lm_head projection fused with the mean cross-entropy";
+  let description = [{
+    The loss of `moe.cross_entropy` applied to the logits `z = input W^T`
+    (ALGORITHMS.md section 7.2), without ever materialising `z`: per token,
+
+    ```
+    lse[t]  = log sum_v exp(z[t, v])          z[t, v] = sum_d input[t, d] W[v, d]
+    loss    = sum_{valid t} (lse[t] - z[t, labels[t]]) / N_valid
+    ```
+
+    over the positions whose label differs from `ignore_index`. `input` is
+    `[..., d]` (at least one leading dimension), `weight` is `[V, d]`
+    (untied lm_head) and `labels` has `input`'s leading shape. The results
+    are the fp32 `loss` and the fp32 per-token log-sum-exp `lse` (the
+    leading shape), which the backward (`moe.linear_cross_entropy_grad`)
+    reads instead of recomputing it; `lse` has no adjoint. Back ends lower
+    it in vocabulary chunks with an online log-sum-exp. With no valid
+    label, the loss is 0 / 0 = NaN.
+
+    Example:
+
+    ```mlir
+    %loss, %lse = moe.linear_cross_entropy %h, %w, %labels
+        : (tensor<?x?x64xf32>, tensor<256x64xf32>, tensor<?x?xi32>)
+        -> (tensor<f32>, tensor<?x?xf32>)
+    ```
+  }];
+  let arguments = (ins
+    MoE_FloatTensor:$input,
+    MoE_FloatTensor:$weight,
+    MoE_IntTensor:$labels,
+    DefaultValuedAttr<I64Attr, "-100">:$ignore_index
+  );
+  let results = (outs MoE_ScalarF32Tensor:$loss, MoE_F32Tensor:$lse);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $labels attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // MOE_DIALECT_MOE_MOEPRIMITIVEOPS_TD

@@ -58,6 +58,9 @@ void mlir::moe::addMoEToUpstreamPasses(
   pm.addPass(createMoETileLinearAttention());
   // MLA attention -> the causal online-softmax forward on tiles.
   pm.addPass(createMoETileAttention());
+  // The lm_head loss (projection fused with the cross-entropy) and the
+  // loss adjoints -> token tiles walking the vocabulary in chunks.
+  pm.addPass(createMoETileLoss());
   // Norms, decay gate, short conv, cross-entropy, embedding, dense gated
   // FFN (the shared expert), attention-residual mixes -> linalg.
   pm.addPass(createConvertMoEToLinalg());

@@ -197,15 +197,13 @@ func.func @moe_ffn_tokens_no_shared(%x: tensor<?x64xf32>, %wr: tensor<8x64xf32>,
 
 // -----
 
-// lm_head: fp32 logits x W^T (W is [vocab, d]), then cross-entropy; attn_res:
-// the key norm is folded into the query (u = w * rho) before the mix.
+// lm_head: the projection fused with the cross-entropy (no [tokens, vocab]
+// logits; the per-token lse is unused here); attn_res: the key norm is folded
+// into the query (u = w * rho) before the mix.
 
-// CHECK-DAG: #[[XMAP:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
-// CHECK-DAG: #[[WTMAP:.*]] = affine_map<(d0, d1, d2, d3) -> (d2, d3)>
 // CHECK-LABEL: func.func @head_and_attn_res
 // CHECK-SAME: (%[[X:.*]]: tensor<?x?x64xf32>, %[[W:[^:]*]]: {{.*}}, %[[L:[^:]*]]: {{.*}}, %[[B0:[^:]*]]: {{.*}}, %[[Q:[^:]*]]: {{.*}}, %[[R:[^:]*]]: {{.*}})
-// CHECK: %[[LOGITS:.*]] = linalg.generic {indexing_maps = [#[[XMAP]], #[[WTMAP]], {{.*}}]{{.*}} ins(%[[X]], %[[W]] : tensor<?x?x64xf32>, tensor<256x64xf32>) outs(%{{.*}} : tensor<?x?x256xf32>)
-// CHECK: %[[LOSS:.*]] = moe.cross_entropy %[[LOGITS]], %[[L]] {ignore_index = -1 : i64} : (tensor<?x?x256xf32>, tensor<?x?xi32>) -> tensor<f32>
+// CHECK: %[[LOSS:.*]], %{{.*}} = moe.linear_cross_entropy %[[X]], %[[W]], %[[L]] {ignore_index = -1 : i64} : (tensor<?x?x64xf32>, tensor<256x64xf32>, tensor<?x?xi32>) -> (tensor<f32>, tensor<?x?xf32>)
 // CHECK: %[[U:.*]] = linalg.generic {{.*}} ins(%[[Q]], %[[R]] : tensor<64xf32>, tensor<64xf32>)
 // CHECK: %[[H:.*]] = moe.attn_res_mix %[[B0]], %[[X]] query(%[[U]]) {epsilon = 9.9999999999999995E-7 : f64}
 // CHECK: return %[[LOSS]], %[[H]]
@@ -219,6 +217,24 @@ func.func @head_and_attn_res(%x: tensor<?x?x64xf32>, %w: tensor<256x64xf32>, %l:
       : (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>)
       -> tensor<?x?x64xf32>
   return %loss, %h : tensor<f32>, tensor<?x?x64xf32>
+}
+
+// -----
+
+// lm_head of a single position (x: [d]) keeps the fp32 logits (one vocabulary
+// row) and cross_entropy.
+
+// CHECK-DAG: #[[XMAP1:.*]] = affine_map<(d0, d1) -> (d1)>
+// CHECK-DAG: #[[WTMAP1:.*]] = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-LABEL: func.func @head_single_position
+// CHECK-SAME: (%[[X:.*]]: tensor<64xf32>, %[[W:[^:]*]]: {{.*}}, %[[L:[^:]*]]: {{.*}})
+// CHECK: %[[LOGITS:.*]] = linalg.generic {indexing_maps = [#[[XMAP1]], #[[WTMAP1]], {{.*}}]{{.*}} ins(%[[X]], %[[W]] : tensor<64xf32>, tensor<256x64xf32>) outs(%{{.*}} : tensor<256xf32>)
+// CHECK: moe.cross_entropy %[[LOGITS]], %[[L]] : (tensor<256xf32>, tensor<i32>) -> tensor<f32>
+// CHECK-NOT: moe.linear_cross_entropy
+func.func @head_single_position(%x: tensor<64xf32>, %w: tensor<256x64xf32>, %l: tensor<i32>)
+    -> tensor<f32> {
+  %loss = moe.lm_head %x, %w, %l : (tensor<64xf32>, tensor<256x64xf32>, tensor<i32>) -> tensor<f32>
+  return %loss : tensor<f32>
 }
 
 // -----

@@ -265,7 +265,7 @@ LogicalResult AttnResMixOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
-// LMHeadOp and CrossEntropyOp
+// LMHeadOp, LinearCrossEntropyOp and CrossEntropyOp
 //===----------------------------------------------------------------------===//
 
 LogicalResult LMHeadOp::verify() {
@@ -276,6 +276,19 @@ LogicalResult LMHeadOp::verify() {
           verifyShape(*this, "weight", getWeight().getType(), {kAnyDim, d})) ||
       failed(verifyShape(*this, "labels", getLabels().getType(),
                          leadingDims(getInput().getType()))))
+    return failure();
+  return success();
+}
+
+LogicalResult LinearCrossEntropyOp::verify() {
+  if (failed(verifyMinRank(*this, "input", getInput().getType(), 2)))
+    return failure();
+  int64_t d = getInput().getType().getShape().back();
+  SmallVector<int64_t> tokens = leadingDims(getInput().getType());
+  if (failed(
+          verifyShape(*this, "weight", getWeight().getType(), {kAnyDim, d})) ||
+      failed(verifyShape(*this, "labels", getLabels().getType(), tokens)) ||
+      failed(verifyShape(*this, "lse", getLse().getType(), tokens)))
     return failure();
   return success();
 }

@@ -220,7 +220,10 @@ struct DecomposeAttnRes : public OpRewritePattern<AttnResOp> {
   }
 };
 
-/// lm_head -> fp32 logits `x W^T`, then cross_entropy (section 7.2).
+/// lm_head -> linear_cross_entropy, the projection `x W^T` fused with the
+/// cross-entropy, whose lowering never materialises the [tokens, vocab]
+/// logits (section 7.2). A single position (`x: [d]`, whose logits are one
+/// vocabulary row) keeps the fp32 logits and cross_entropy.
 struct DecomposeLMHead : public OpRewritePattern<LMHeadOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -228,6 +231,16 @@ struct DecomposeLMHead : public OpRewritePattern<LMHeadOp> {
                                 PatternRewriter &rewriter) const override {
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     TensorBuilder layer(b);
+    auto inputType = tensorTypeOf(op.getInput());
+    if (inputType.getRank() >= 2) {
+      auto lseType = RankedTensorType::get(inputType.getShape().drop_back(),
+                                           b.getF32Type());
+      auto fused = LinearCrossEntropyOp::create(
+          b, op.getType(), lseType, op.getInput(), op.getWeight(),
+          op.getLabels(), op.getIgnoreIndexAttr());
+      rewriter.replaceOp(op, fused.getLoss());
+      return success();
+    }
     Value logits = layer.project(op.getInput(), op.getWeight(), b.getF32Type(),
                                  /*transposed=*/true);
     rewriter.replaceOpWithNewOp<CrossEntropyOp>(

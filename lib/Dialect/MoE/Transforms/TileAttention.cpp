@@ -3,7 +3,9 @@
 // Part of the moe-mlir project.
 //
 // Implements -moe-tile-attention: lowers `moe.mla_attention` into the causal
-// flash-attention forward of ALGORITHMS.md section 3.2 on static fp32 tiles.
+// flash-attention forward of ALGORITHMS.md section 3.2 on static fp32 tiles
+// (and, through TileAttentionBackward.cpp, `moe.mla_attention_grad` into
+// the backward of section 3.3).
 // Query tiles run in parallel; each walks the key tiles below the diagonal
 // without a mask and then the diagonal tiles with one, keeping the running
 // row maximum and sum of the online softmax, and ends with the log-sum-exp
@@ -11,6 +13,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "AttentionTiles.h"
+
+#include "moe/Dialect/MoE/IR/MoEGradOps.h"
 #include "moe/Dialect/MoE/Transforms/Passes.h"
 #include "moe/Dialect/MoE/Transforms/Transforms.h"
 #include "moe/Dialect/MoE/Utils/TensorBuilder.h"
@@ -36,6 +41,62 @@ using namespace mlir;
 using namespace mlir::moe;
 
 #define DEBUG_TYPE "moe-tile-attention"
+
+//===----------------------------------------------------------------------===//
+// Shared tiles (AttentionTiles.h)
+//===----------------------------------------------------------------------===//
+
+attention_tiles::PaddedSequence
+attention_tiles::padSequence(ImplicitLocOpBuilder &b, Value query,
+                             int64_t queryTile, int64_t keyTile) {
+  auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, v); };
+  PaddedSequence seq;
+  seq.batch = tensor::DimOp::create(b, query, 0);
+  seq.length = tensor::DimOp::create(b, query, 1);
+  seq.heads = tensor::getMixedSize(b, b.getLoc(), query, 2);
+  // A multiple of both tiles (one divides the other), so every tile read is
+  // in bounds.
+  Value period = idx(std::max(queryTile, keyTile));
+  Value numPeriods = arith::CeilDivUIOp::create(b, seq.length, period);
+  seq.padded = arith::MulIOp::create(b, numPeriods, period);
+  seq.numQueryTiles = arith::CeilDivUIOp::create(b, seq.length, idx(queryTile));
+  seq.numKeyTiles = arith::CeilDivUIOp::create(b, seq.length, idx(keyTile));
+  return seq;
+}
+
+Value attention_tiles::headRows(ImplicitLocOpBuilder &b, Value x, Value batch,
+                                Value head, Value start, int64_t rows) {
+  int64_t width = tensorTypeOf(x).getDimSize(3);
+  auto type = RankedTensorType::get({rows, width}, b.getF32Type());
+  auto attr = [&](int64_t v) -> OpFoldResult { return b.getIndexAttr(v); };
+  return tensor::ExtractSliceOp::create(
+      b, type, x, ArrayRef<OpFoldResult>{batch, start, head, attr(0)},
+      ArrayRef<OpFoldResult>{attr(1), attr(rows), attr(1), attr(width)},
+      ArrayRef<OpFoldResult>{attr(1), attr(1), attr(1), attr(1)});
+}
+
+Value attention_tiles::causalMasked(ImplicitLocOpBuilder &b, Value scores,
+                                    Value queryStart, Value keyStart) {
+  TensorBuilder tb(b);
+  Type type = tensorTypeOf(scores).getElementType();
+  double negInf = -std::numeric_limits<double>::infinity();
+  return tb.map(
+      scores, type, [&](OpBuilder &nested, Location loc, ValueRange args) {
+        Value row = arith::AddIOp::create(
+            nested, loc, queryStart, linalg::IndexOp::create(nested, loc, 0));
+        Value col = arith::AddIOp::create(
+            nested, loc, keyStart, linalg::IndexOp::create(nested, loc, 1));
+        Value visible = arith::CmpIOp::create(
+            nested, loc, arith::CmpIPredicate::ule, col, row);
+        return arith::SelectOp::create(
+            nested, loc, visible, args[0],
+            floatConstant(nested, loc, type, negInf));
+      });
+}
+
+//===----------------------------------------------------------------------===//
+// Forward
+//===----------------------------------------------------------------------===//
 
 namespace {
 
@@ -77,7 +138,9 @@ private:
 
   /// Rows `[start, start + rows)` of head `head` of batch `batch` of
   /// `x: [B, Tp, H, D]`, as a static `[rows, D]` tile.
-  Value tileOf(Value x, Value batch, Value head, Value start, int64_t rows);
+  Value tileOf(Value x, Value batch, Value head, Value start, int64_t rows) {
+    return attention_tiles::headRows(b, x, batch, head, start, rows);
+  }
 
   /// One online-softmax step over the key tile `k: [Bc, Dqk]`,
   /// `v: [Bc, Dv]` for the pre-scaled query tile `q: [Br, Dqk]`. The causal
@@ -100,16 +163,6 @@ private:
 };
 } // namespace
 
-Value AttentionTiler::tileOf(Value x, Value batch, Value head, Value start,
-                             int64_t rows) {
-  int64_t width = tensorTypeOf(x).getDimSize(3);
-  auto type = RankedTensorType::get({rows, width}, f32());
-  return tensor::ExtractSliceOp::create(
-      b, type, x, ArrayRef<OpFoldResult>{batch, start, head, attr(0)},
-      ArrayRef<OpFoldResult>{attr(1), attr(rows), attr(1), attr(width)},
-      ArrayRef<OpFoldResult>{attr(1), attr(1), attr(1), attr(1)});
-}
-
 SoftmaxState AttentionTiler::step(Value q, Value k, Value v, SoftmaxState state,
                                   Value queryStart, Value keyStart) {
   Type type = f32();
@@ -117,22 +170,9 @@ SoftmaxState AttentionTiler::step(Value q, Value k, Value v, SoftmaxState state,
 
   // S = Q K^T, already in log2 units (the query carries scale * log2 e).
   Value scores = tb.matmul(q, k, /*transposeLhs=*/false, /*transposeRhs=*/true);
-  if (queryStart) {
-    // Diagonal tile: key position > query position is masked by a select
-    // (never by adding a large negative number, which is not -inf).
-    scores = tb.map(
-        scores, type, [&](OpBuilder &nested, Location loc, ValueRange args) {
-          Value row = arith::AddIOp::create(
-              nested, loc, queryStart, linalg::IndexOp::create(nested, loc, 0));
-          Value col = arith::AddIOp::create(
-              nested, loc, keyStart, linalg::IndexOp::create(nested, loc, 1));
-          Value visible = arith::CmpIOp::create(
-              nested, loc, arith::CmpIPredicate::ule, col, row);
-          return arith::SelectOp::create(
-              nested, loc, visible, args[0],
-              floatConstant(nested, loc, type, negInf));
-        });
-  }
+  // Diagonal tile: key position > query position is masked.
+  if (queryStart)
+    scores = attention_tiles::causalMasked(b, scores, queryStart, keyStart);
 
   // m' = max(m, rowmax S).
   Value rowMax = tb.reduceLast(
@@ -200,17 +240,12 @@ SoftmaxState AttentionTiler::keyLoop(Value from, Value to, Value q, Value keys,
 
 std::pair<Value, Value> AttentionTiler::build(MLAAttentionOp op) {
   Type elementOut = tensorTypeOf(op.getOutput()).getElementType();
-  Value batch = tensor::DimOp::create(b, op.getQuery(), 0);
-  Value length = tensor::DimOp::create(b, op.getQuery(), 1);
-  OpFoldResult heads = tensor::getMixedSize(b, b.getLoc(), op.getQuery(), 2);
-
-  // Pad the sequence with zeros to a multiple of both tiles (one divides
-  // the other), so every tile read below is in bounds.
-  int64_t period = std::max(queryTile, keyTile);
-  Value periodSize = idx(period);
-  Value numPeriods = arith::CeilDivUIOp::create(b, length, periodSize);
-  Value padded = arith::MulIOp::create(b, numPeriods, periodSize);
-  Value numQueryTiles = arith::CeilDivUIOp::create(b, length, idx(queryTile));
+  // Pad the sequence with zeros to a multiple of both tiles.
+  attention_tiles::PaddedSequence seq =
+      attention_tiles::padSequence(b, op.getQuery(), queryTile, keyTile);
+  Value batch = seq.batch, length = seq.length, padded = seq.padded,
+        numQueryTiles = seq.numQueryTiles;
+  OpFoldResult heads = seq.heads;
   auto pad = [&](Value x) { return tb.zeroPadded(x, 1, padded, f32()); };
   Value q = pad(op.getQuery()), k = pad(op.getKey()), v = pad(op.getValue());
   Value gate = op.getGate() ? pad(op.getGate()) : Value();
@@ -356,13 +391,21 @@ struct MoETileAttentionPass
 } // namespace
 
 void MoETileAttentionPass::runOnOperation() {
-  SmallVector<MLAAttentionOp> ops;
-  getOperation()->walk([&](MLAAttentionOp op) { ops.push_back(op); });
+  // The forward ops and their adjoints (TileAttentionBackward.cpp).
+  SmallVector<Operation *> ops;
+  getOperation()->walk([&](Operation *op) {
+    if (isa<MLAAttentionOp, MLAAttentionGradOp>(op))
+      ops.push_back(op);
+  });
   IRRewriter rewriter(&getContext());
   AttentionTileSizes tiles{queryTile, keyTile};
   bool failed = false;
-  for (MLAAttentionOp op : ops) {
-    if (mlir::failed(tileAttention(rewriter, op, tiles))) {
+  for (Operation *op : ops) {
+    LogicalResult tiled =
+        isa<MLAAttentionOp>(op)
+            ? tileAttention(rewriter, cast<MLAAttentionOp>(op), tiles)
+            : tileAttentionGrad(rewriter, cast<MLAAttentionGradOp>(op), tiles);
+    if (mlir::failed(tiled)) {
       failed = true;
       continue;
     }

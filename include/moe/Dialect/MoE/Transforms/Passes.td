@@ -31,7 +31,9 @@ def MoEDecompose : Pass<"moe-decompose"> {
       `moe.combine` and the shared `moe.glu_ffn`;
     * `moe.attn_res` folds its key norm into the query and becomes
       `moe.attn_res_mix`;
-    * `moe.lm_head` becomes a logits contraction and `moe.cross_entropy`.
+    * `moe.lm_head` becomes `moe.linear_cross_entropy` (the projection fused
+      with the loss; a rank-1 input keeps a logits contraction and
+      `moe.cross_entropy`).
 
     Ops that are already primitive (`moe.embedding`, `moe.rms_norm`,
     `moe.glu_ffn`, ...) are left alone. Batch and sequence dimensions may be
@@ -444,7 +446,7 @@ def MoEGenerateExpertKernels
 }
 
 def MoETileAttention : Pass<"moe-tile-attention"> {
-  let summary = "Tile moe.mla_attention into the causal online-softmax algorithm";
+  let summary = "Tile moe.mla_attention and its adjoint into flash-attention";
   let description = [{
     Lowers every `moe.mla_attention` op into the flash-attention forward of
     ALGORITHMS.md section 3.2 on tensors: an `scf.forall` over (batch, head,
@@ -479,7 +481,22 @@ def MoETileAttention : Pass<"moe-tile-attention"> {
     Every row has a visible key in the first key tile it sees, so `m` is
     finite after the first step and no `exp2(-inf + inf)` arises.
 
-    The output contains no `moe.mla_attention`. An op whose `D_v` is dynamic,
+    `moe.mla_attention_grad` becomes the flash-attention backward of
+    section 3.3 on the same tiles and padding. On whole tensors first:
+    `dO = d_output * sigmoid(gate)`, `D = rowsum(d_output * output)` (equal
+    to `rowsum(dO * o)`, as `output = o * sigmoid(gate)`) and
+    `d_gate = d_output * output * (1 - sigmoid(gate))`. Then an
+    `scf.forall` over (batch, head, key tile) walks the query tiles that see
+    the key tile (the overlapping ones masked, the later ones not),
+    recomputing `P = exp(scale q K^T - lse)` from the saved log-sum-exp and
+    accumulating `dV += P^T dO` and `dK += dS^T (scale q)` with
+    `dS = P * (dO V^T - D)`; and an `scf.forall` over (batch, head, query
+    tile) walks the key tiles as the forward does for
+    `dQ = scale * sum dS K`. Padded query rows have zero `dO`, `D` and
+    `lse`, so their `dS` is zero and they add nothing to `dK` and `dV`.
+
+    The output contains no `moe.mla_attention` or `moe.mla_attention_grad`.
+    An op whose `D_v` is dynamic,
     or tile sizes that are not positive or of which neither divides the
     other, give a located error and the pass fails.
   }];
@@ -492,7 +509,8 @@ def MoETileAttention : Pass<"moe-tile-attention"> {
            "the other">
   ];
   let statistics = [
-    Statistic<"numTiled", "num-tiled", "Number of moe.mla_attention ops tiled">
+    Statistic<"numTiled", "num-tiled",
+              "Number of moe.mla_attention(_grad) ops tiled">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
@@ -503,6 +521,55 @@ def MoETileAttention : Pass<"moe-tile-attention"> {
   ];
 }
 
+
+def MoETileLoss : Pass<"moe-tile-loss"> {
+  let summary = "Lower the lm_head loss and its adjoints in vocabulary chunks";
+  let description = [{
+    Lowers the loss ops of ALGORITHMS.md section 7.2 to tensor-level tile
+    IR, never materialising the `[tokens, V]` logits of the fused ops:
+
+    * `moe.linear_cross_entropy`: an `scf.forall` over tiles of `token-tile`
+      tokens (the tokens flattened and padded with zeros to a multiple of
+      the tile). Each tile walks the vocabulary in chunks of `vocab-chunk`
+      rows of `W` with an `scf.for` (then one static remainder chunk when
+      `V` is not a multiple of the chunk), computes the fp32 scores
+      `S = x W_c^T` of the chunk only and keeps an online log-sum-exp (the
+      running row maximum `m` and sum `l` of `exp(S - m)`) and the label's
+      score. The per-token `lse = m + log l` is a result; the mean over the
+      valid tokens of `lse - z[label]` is reduced on the whole (small)
+      per-token vectors.
+    * `moe.linear_cross_entropy_grad`: with `c_t = d_loss / N_valid` on the
+      valid tokens (0 on the ignored and padded ones) and
+      `G = c (exp(S - lse) - onehot(label))` recomputed chunk by chunk:
+      `d_input = G W` by an `scf.forall` over token tiles walking the
+      vocabulary chunks, and `d_weight = G^T input` by an `scf.forall` over
+      the vocabulary chunks (plus one for the remainder chunk) walking the
+      token tiles. Both accumulate in fp32.
+    * `moe.cross_entropy_grad` (explicit logits): `linalg.generic` ops on
+      the logits: the row maximum, the log-sum-exp, the valid count and
+      `d_logits = c (softmax - onehot)`.
+
+    Requirements: a static `d` and `V` for the fused ops (a located error
+    otherwise). Tokens may be dynamic; operands of any float type are
+    converted to fp32 tiles and the adjoints converted back.
+  }];
+  let options = [
+    Option<"tokenTile", "token-tile", "int64_t", "32",
+           "Tokens per tile of the fused ops">,
+    Option<"vocabChunk", "vocab-chunk", "int64_t", "256",
+           "Vocabulary rows of W per chunk of the fused ops">
+  ];
+  let statistics = [
+    Statistic<"numLowered", "num-lowered", "Number of loss ops lowered">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+}
 
 def MoEPrepareGPUMapping : Pass<"moe-prepare-gpu-mapping", "::mlir::func::FuncOp"> {
   let summary = "Ready bufferized tiled IR for mapping scf.forall onto GPU blocks";

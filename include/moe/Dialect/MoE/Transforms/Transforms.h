@@ -21,6 +21,7 @@ class RewriterBase;
 
 namespace moe {
 class MLAAttentionOp;
+class MLAAttentionGradOp;
 
 /// Adds the patterns that rewrite each layer op (kda_layer, mla_layer,
 /// moe_ffn, attn_res, lm_head) into primitive moe ops and upstream ops.
@@ -40,6 +41,16 @@ struct AttentionTileSizes {
 /// dynamic or the tile sizes are not positive with one dividing the other.
 LogicalResult tileAttention(RewriterBase &rewriter, MLAAttentionOp op,
                             const AttentionTileSizes &tiles);
+
+/// Replaces `op` by the flash-attention backward of ALGORITHMS.md section
+/// 3.3 (-moe-tile-attention): dD = rowsum(d_output o output) and the gate's
+/// adjoint on whole tensors, then an scf.forall over (batch, head, key
+/// tile) that walks the query tiles for dK and dV, and one over (batch,
+/// head, query tile) that walks the key tiles for dQ, recomputing the
+/// probabilities from the saved log-sum-exp; fp32 tiles throughout. Fails
+/// like tileAttention.
+LogicalResult tileAttentionGrad(RewriterBase &rewriter, MLAAttentionGradOp op,
+                                const AttentionTileSizes &tiles);
 
 /// Tile sizes of the routed-expert lowering (-moe-fuse-routing).
 struct RoutingTileSizes {
