@@ -6,8 +6,9 @@
 // (ALGORITHMS.md sections 4.1, 6 and 7.1), each with the plainest fp64
 // loops: route_grad (the router gradient through the top-k weights; the
 // selection is recomputed from x, W_r and the bias), dispatch_grad,
-// combine_grad, expert_ffn_grad (rows dispatched by the given indices) and
-// glu_ffn_grad. Every subcommand takes `--fd-check`: fp64 central finite
+// combine_grad, expert_ffn_grad (rows dispatched by the given indices),
+// glu_ffn_grad and moe_ffn_grad (the routed FFN composed: every parameter's
+// gradient through route, experts and combine). Every subcommand takes `--fd-check`: fp64 central finite
 // differences of L = <dy, f(inputs)> along seeded random directions of each
 // differentiable input, compared with the analytic gradient; the router's
 // check fails rather than cross a top-k flip.
@@ -62,12 +63,21 @@ static cl::SubCommand
                   "W_DOWN DY -o DX --dw-gate=F --dw-up=F --dw-down=F "
                   "[--activation=...]");
 
+static cl::SubCommand moeFFNGradCmd(
+    "moe_ffn_grad",
+    "gradient of the routed MoE FFN sum_i w_i Expert_i(x) (route, dispatch, "
+    "experts, combine composed): moe_ffn_grad X W_ROUTER BIAS W_GATE W_UP "
+    "W_DOWN DY -o DX --dw-router=F --dw-gate=F --dw-up=F --dw-down=F "
+    "--top-k=K [--scaling=S] [--activation=...]");
+
 static cl::SubCommandGroup gradCmds({&routeGradCmd, &dispatchGradCmd,
                                      &combineGradCmd, &expertFFNGradCmd,
-                                     &gluFFNGradCmd});
+                                     &gluFFNGradCmd, &moeFFNGradCmd});
+static cl::SubCommandGroup routerCmds({&routeGradCmd, &moeFFNGradCmd});
 static cl::SubCommandGroup expertCmds({&dispatchGradCmd, &combineGradCmd,
                                        &expertFFNGradCmd});
-static cl::SubCommandGroup ffnGradCmds({&expertFFNGradCmd, &gluFFNGradCmd});
+static cl::SubCommandGroup ffnGradCmds({&expertFFNGradCmd, &gluFFNGradCmd,
+                                        &moeFFNGradCmd});
 
 static cl::list<std::string> inputs(cl::Positional, cl::OneOrMore,
                                     cl::desc("<input.npy>..."),
@@ -89,15 +99,15 @@ static cl::opt<double> fdTolerance("fd-tol", cl::init(1e-6),
                                    cl::cat(referenceCategory));
 static cl::opt<int64_t> routeTopK("top-k", cl::init(0),
                                   cl::desc("experts per token (required)"),
-                                  cl::sub(routeGradCmd),
+                                  cl::sub(routerCmds),
                                   cl::cat(referenceCategory));
 static cl::opt<double> routeScaling("scaling", cl::init(1.0),
                                     cl::desc("routed scaling factor"),
-                                    cl::sub(routeGradCmd),
+                                    cl::sub(routerCmds),
                                     cl::cat(referenceCategory));
 static cl::opt<std::string> dwRouterPath("dw-router", cl::Required,
                                          cl::desc("router weight gradient"),
-                                         cl::sub(routeGradCmd),
+                                         cl::sub(routerCmds),
                                          cl::cat(referenceCategory));
 static cl::opt<std::string> indicesPath("indices",
                                         cl::desc("write the selection (i64)"),
@@ -303,23 +313,12 @@ static Selection select(const Tensor &x, const Tensor &w,
   return s;
 }
 
-static int runRouteGrad() {
-  expectInputCount(4);
-  Tensor x = load(inputs[0]), w = load(inputs[1]), bias = load(inputs[2]),
-         dw = load(inputs[3]);
-  expectShape(x, "input", {-1, -1});
-  int64_t tokens = x.dim(0), d = x.dim(1);
-  expectShape(w, "w_router", {-1, d});
-  int64_t experts = w.dim(0);
-  expectShape(bias, "bias", {experts});
-  int64_t k = routeTopK;
-  if (k < 1 || k > experts)
-    exitOnErr(makeError("--top-k must be in [1, " + Twine(experts) + "]"));
-  expectShape(dw, "weights_grad", {tokens, k});
-  double scaling = routeScaling;
-
-  Selection sel = select(x, w, bias.data, k, scaling);
-  Tensor dx = zerosLike(x), dwr = zerosLike(w);
+/// Adds the gradient of `<dw, weights>` (weights of `sel`, from x and w)
+/// to `dx` and `dwr`.
+static void routeBackward(const Tensor &x, const Tensor &w,
+                          const Selection &sel, const std::vector<double> &dw,
+                          int64_t k, double scaling, Tensor &dx, Tensor &dwr) {
+  int64_t tokens = x.dim(0), d = x.dim(1), experts = w.dim(0);
   // The Jacobian of w_i = scaling s_i / (S + 1e-20): scaling (delta_ij S' -
   // s_i) / S'^2, with S' - s_i summed over the others (no cancellation).
   for (int64_t n = 0; n < tokens; ++n) {
@@ -338,7 +337,7 @@ static int runRouteGrad() {
             if (l != i)
               numerator += s[sel_n[l]];
         }
-        ds += dw.data[n * k + i] * scaling * numerator / (total * total);
+        ds += dw[n * k + i] * scaling * numerator / (total * total);
       }
       int64_t e = sel_n[j];
       double g = ds * s[e] * (1 - s[e]);
@@ -348,6 +347,26 @@ static int runRouteGrad() {
       }
     }
   }
+}
+
+static int runRouteGrad() {
+  expectInputCount(4);
+  Tensor x = load(inputs[0]), w = load(inputs[1]), bias = load(inputs[2]),
+         dw = load(inputs[3]);
+  expectShape(x, "input", {-1, -1});
+  int64_t tokens = x.dim(0), d = x.dim(1);
+  expectShape(w, "w_router", {-1, d});
+  int64_t experts = w.dim(0);
+  expectShape(bias, "bias", {experts});
+  int64_t k = routeTopK;
+  if (k < 1 || k > experts)
+    exitOnErr(makeError("--top-k must be in [1, " + Twine(experts) + "]"));
+  expectShape(dw, "weights_grad", {tokens, k});
+  double scaling = routeScaling;
+
+  Selection sel = select(x, w, bias.data, k, scaling);
+  Tensor dx = zerosLike(x), dwr = zerosLike(w);
+  routeBackward(x, w, sel, dw.data, k, scaling, dx, dwr);
   store(output, dx);
   store(dwRouterPath, dwr);
   if (!indicesPath.empty())
@@ -615,9 +634,101 @@ static int runGLUFFNGrad() {
   return ffnGrad(x, std::vector<int64_t>(rows, 0), wg, wu, wd, dy);
 }
 
+//===----------------------------------------------------------------------===//
+// moe_ffn_grad: the routed half of the MoE FFN, composed
+//===----------------------------------------------------------------------===//
+
+static int runMoEFFNGrad() {
+  expectInputCount(7);
+  Tensor x = load(inputs[0]), wr = load(inputs[1]), bias = load(inputs[2]),
+         wg = load(inputs[3]), wu = load(inputs[4]), wd = load(inputs[5]),
+         dy = load(inputs[6]);
+  expectShape(x, "input", {-1, -1});
+  int64_t tokens = x.dim(0), d = x.dim(1);
+  expectShape(wr, "w_router", {-1, d});
+  int64_t experts = wr.dim(0);
+  expectShape(bias, "bias", {experts});
+  expectShape(wg, "w_gate", {experts, d, -1});
+  int64_t width = wg.dim(2);
+  expectShape(wu, "w_up", {experts, d, width});
+  expectShape(wd, "w_down", {experts, width, d});
+  expectShape(dy, "result_grad", {tokens, d});
+  int64_t k = routeTopK;
+  if (k < 1 || k > experts)
+    exitOnErr(makeError("--top-k must be in [1, " + Twine(experts) + "]"));
+  double scaling = routeScaling;
+  Activation act = parseActivation();
+  int64_t gateSize = d * width;
+
+  // L = <dy, sum_i w_i Expert_{j_i}(x)>; with grads, the experts' backward
+  // with dy scaled by w_i, dw_i = <Expert_{j_i}(x), dy> and the router's.
+  auto run = [&](const std::vector<Tensor> &p, Selection &sel,
+                 std::vector<Tensor> *grads) {
+    sel = select(p[0], p[1], bias.data, k, scaling);
+    std::vector<double> dw(tokens * k, 0.0), scaled(d);
+    double loss = 0;
+    for (int64_t n = 0; n < tokens; ++n)
+      for (int64_t i = 0; i < k; ++i) {
+        int64_t e = sel.indices[n * k + i];
+        double weight = sel.weights[n * k + i];
+        const double *row = &p[0].data[n * d];
+        double inner =
+            ffnRow(act, row, &p[2].data[e * gateSize], &p[3].data[e * gateSize],
+                   &p[4].data[e * gateSize], &dy.data[n * d], d, width, nullptr,
+                   nullptr, nullptr, nullptr);
+        loss += weight * inner;
+        if (!grads)
+          continue;
+        dw[n * k + i] = inner;
+        for (int64_t c = 0; c < d; ++c)
+          scaled[c] = weight * dy.data[n * d + c];
+        std::vector<Tensor> &g = *grads;
+        ffnRow(act, row, &p[2].data[e * gateSize], &p[3].data[e * gateSize],
+               &p[4].data[e * gateSize], scaled.data(), d, width,
+               &g[0].data[n * d], &g[2].data[e * gateSize],
+               &g[3].data[e * gateSize], &g[4].data[e * gateSize]);
+      }
+    if (grads)
+      routeBackward(p[0], p[1], sel, dw, k, scaling, (*grads)[0], (*grads)[1]);
+    return loss;
+  };
+  std::vector<Tensor> point = {x, wr, wg, wu, wd};
+  std::vector<Tensor> grads = {zerosLike(x), zerosLike(wr), zerosLike(wg),
+                               zerosLike(wu), zerosLike(wd)};
+  Selection base;
+  run(point, base, &grads);
+  store(output, grads[0]);
+  store(dwRouterPath, grads[1]);
+  store(dwGatePath, grads[2]);
+  store(dwUpPath, grads[3]);
+  store(dwDownPath, grads[4]);
+  outs() << "top-k margin " << format("%.3g", base.margin) << "\n";
+  if (!fdCheck)
+    return 0;
+  bool flipped = false;
+  LossFn loss = [&](const std::vector<Tensor> &p) {
+    Selection sel;
+    double value = run(p, sel, nullptr);
+    if (sel.indices != base.indices)
+      flipped = true;
+    return value;
+  };
+  double worst = finiteDifferences(
+      point, {0, 1, 2, 3, 4},
+      {&grads[0], &grads[1], &grads[2], &grads[3], &grads[4]},
+      {"input", "w_router", "w_gate", "w_up", "w_down"}, loss);
+  if (flipped)
+    exitOnErr(makeError("a finite-difference step changed the top-k "
+                        "selection (margin " +
+                        std::to_string(base.margin) +
+                        "); choose inputs with a larger margin"));
+  return finishFD(worst);
+}
+
 static RegisterReference registerRouteGrad(routeGradCmd, runRouteGrad);
 static RegisterReference registerDispatchGrad(dispatchGradCmd, runDispatchGrad);
 static RegisterReference registerCombineGrad(combineGradCmd, runCombineGrad);
 static RegisterReference registerExpertFFNGrad(expertFFNGradCmd,
                                                runExpertFFNGrad);
 static RegisterReference registerGLUFFNGrad(gluFFNGradCmd, runGLUFFNGrad);
+static RegisterReference registerMoEFFNGrad(moeFFNGradCmd, runMoEFFNGrad);

@@ -105,3 +105,54 @@ func.func @glu_grad(%x: tensor<?x?x32xf32>, %wg: tensor<32x@F@xf32>,
       : tensor<?x?x32xf32>, tensor<32x@F@xf32>, tensor<32x@F@xf32>,
         tensor<@F@x32xf32>
 }
+
+// The routed FFN forward (route, dispatch, grouped experts, combine: the
+// primitives of moe.moe_ffn without the shared expert) and its backward
+// chained by hand the way reverse mode chains the adjoints: combine_grad,
+// expert_ffn_grad, dispatch_grad, route_grad, the two input gradients
+// summed. In the CPU pipeline the forward becomes the fused routing kernel
+// (dispatch fused with its route) and the backward reads its values.
+func.func @moe_ffn_grad(%x: tensor<?x32xf32>, %wr: tensor<@E@x32xf32>,
+                        %b: tensor<@E@xf32>, %wg: tensor<@E@x32x@F@xf32>,
+                        %wu: tensor<@E@x32x@F@xf32>,
+                        %wd: tensor<@E@x@F@x32xf32>, %dy: tensor<?x32xf32>)
+    -> (tensor<?x32xf32>, tensor<?x32xf32>, tensor<@E@x32xf32>,
+        tensor<@E@x32x@F@xf32>, tensor<@E@x32x@F@xf32>,
+        tensor<@E@x@F@x32xf32>) {
+  %w, %idx, %load, %nb = moe.route %x, %wr, %b
+      {routing = #moe.routing<experts = @E@, top_k = @K@, scaling = 2.5,
+                              balance = #moe.quantile_balance<exact>>}
+      : (tensor<?x32xf32>, tensor<@E@x32xf32>, tensor<@E@xf32>)
+      -> (tensor<?x@K@xf32>, tensor<?x@K@xi64>, tensor<@E@xi64>,
+          tensor<@E@xf32>)
+  %xp, %off, %slot = moe.dispatch %x, %idx {num_experts = @E@ : i64}
+      : (tensor<?x32xf32>, tensor<?x@K@xi64>)
+      -> (tensor<?x32xf32>, tensor<@E1@xi64>, tensor<?xi64>)
+  %yp = moe.expert_ffn %xp, %off, %wg, %wu, %wd {activation = @ACT@}
+      : (tensor<?x32xf32>, tensor<@E1@xi64>, tensor<@E@x32x@F@xf32>,
+         tensor<@E@x32x@F@xf32>, tensor<@E@x@F@x32xf32>) -> tensor<?x32xf32>
+  %y = moe.combine %yp, %slot, %w
+      : (tensor<?x32xf32>, tensor<?xi64>, tensor<?x@K@xf32>) -> tensor<?x32xf32>
+
+  %dyp, %dw = moe.combine_grad %yp, %slot, %w, %dy
+      : (tensor<?x32xf32>, tensor<?xi64>, tensor<?x@K@xf32>, tensor<?x32xf32>)
+      -> (tensor<?x32xf32>, tensor<?x@K@xf32>)
+  %dxp, %dwg, %dwu, %dwd = moe.expert_ffn_grad %xp, %off, %wg, %wu, %wd, %dyp
+      {activation = @ACT@}
+      : (tensor<?x32xf32>, tensor<@E1@xi64>, tensor<@E@x32x@F@xf32>,
+         tensor<@E@x32x@F@xf32>, tensor<@E@x@F@x32xf32>, tensor<?x32xf32>)
+      -> (tensor<?x32xf32>, tensor<@E@x32x@F@xf32>, tensor<@E@x32x@F@xf32>,
+          tensor<@E@x@F@x32xf32>)
+  %dx1 = moe.dispatch_grad %dxp, %slot, %idx
+      : (tensor<?x32xf32>, tensor<?xi64>, tensor<?x@K@xi64>) -> tensor<?x32xf32>
+  %dx2, %dwr = moe.route_grad %x, %wr, %idx, %dw
+      {routing = #moe.routing<experts = @E@, top_k = @K@, scaling = 2.5,
+                              balance = #moe.quantile_balance<exact>>}
+      : (tensor<?x32xf32>, tensor<@E@x32xf32>, tensor<?x@K@xi64>,
+         tensor<?x@K@xf32>) -> (tensor<?x32xf32>, tensor<@E@x32xf32>)
+  %dx = arith.addf %dx1, %dx2 : tensor<?x32xf32>
+  return %y, %dx, %dwr, %dwg, %dwu, %dwd
+      : tensor<?x32xf32>, tensor<?x32xf32>, tensor<@E@x32xf32>,
+        tensor<@E@x32x@F@xf32>, tensor<@E@x32x@F@xf32>,
+        tensor<@E@x@F@x32xf32>
+}
