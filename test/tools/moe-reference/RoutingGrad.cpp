@@ -8,10 +8,11 @@
 // selection is recomputed from x, W_r and the bias), dispatch_grad,
 // combine_grad, expert_ffn_grad (rows dispatched by the given indices),
 // glu_ffn_grad and moe_ffn_grad (the routed FFN composed: every parameter's
-// gradient through route, experts and combine). Every subcommand takes `--fd-check`: fp64 central finite
-// differences of L = <dy, f(inputs)> along seeded random directions of each
-// differentiable input, compared with the analytic gradient; the router's
-// check fails rather than cross a top-k flip.
+// gradient through route, experts and combine). Every subcommand takes
+// `--fd-check`: fp64 central finite differences of L = <dy, f(inputs)>
+// along seeded random directions of each differentiable input, compared
+// with the analytic gradient; the router's check fails rather than cross a
+// top-k flip.
 //
 //===----------------------------------------------------------------------===//
 
