@@ -55,6 +55,9 @@ void mlir::moe::addMoEToUpstreamPasses(
     kernelGenerators(pm);
   // Routing, dispatch, grouped experts and combine -> fused tile IR.
   pm.addPass(createMoEFuseRouting());
+  // Their gradient ops (route, dispatch, grouped experts, dense FFN,
+  // combine), reading the forward's values -> gathers and grouped GEMMs.
+  pm.addPass(createMoELowerRoutingGrad());
   pm.addPass(createMoETileLinearAttention());
   // MLA attention -> the causal online-softmax forward on tiles.
   pm.addPass(createMoETileAttention());

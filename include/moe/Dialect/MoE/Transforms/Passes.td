@@ -681,4 +681,57 @@ def MoEFuseRouting : Pass<"moe-fuse-routing"> {
   ];
 }
 
+def MoELowerRoutingGrad : Pass<"moe-lower-routing-grad"> {
+  let summary = "Lower the gradient ops of routing, dispatch, experts and combine";
+  let description = [{
+    Lowers the backward of the MoE FFN (ALGORITHMS.md sections 4.1, 6 and
+    7.1), the ops that `DifferentiableOpInterface` builds for `moe.route`,
+    `moe.dispatch`, `moe.expert_ffn`, `moe.glu_ffn` and `moe.combine`, into
+    tensor-level IR. They read the forward's values (indices, source_slot,
+    expert_offsets, weights, expert outputs) as SSA values, so this pass may
+    run before or after `-moe-fuse-routing`:
+
+    * `moe.route_grad`: the k selected scores are recomputed by a gather of
+      the selected router rows, the logit gradient
+      `scaling / S (dw - <dw, s> / S) s (1 - s)` per token-slot, the input
+      gradient by a gather of the same rows, and the router-weight gradient
+      by one fp32 contraction over tokens of the dense `[N, E]` logit
+      gradient (zero where unselected): deterministic, no atomics.
+    * `moe.dispatch_grad`: the inverse of source_slot, then each token sums
+      its k slot rows in slot order (the gather of `moe.combine` with unit
+      weights).
+    * `moe.expert_ffn_grad`: an `scf.forall` over experts; each walks its
+      rows in `row-tile` tiles (an `scf.for`, padded with zeros), recomputes
+      the gate and up GEMMs, forms `dh = dy W_down^T`, the activation's
+      derivatives (SwiGLU, SiTU-GLU with overflow-free `sech^2`), the input
+      gradient of the tile, and accumulates `x^T da`, `x^T du`, `h^T dy`
+      into its own fp32 weight gradients: grouped GEMMs over the
+      expert-sorted rows, no two experts writing one value. Experts without
+      rows get zeros.
+    * `moe.glu_ffn_grad`: the same math on whole tensors, weight gradients
+      contracted over every leading dimension.
+    * `moe.combine_grad`: `dy[n] w[n, i]` gathered per row and
+      `dw[n, i] = <out[row(n, i)], dy[n]>` through the inverse of
+      source_slot, in fp32.
+
+    Requirements: static `d`, `E` and widths (the token count may be
+    dynamic). An op that fails them gets an error and the pass fails.
+  }];
+  let options = [
+    Option<"rowTile", "row-tile", "int64_t", "32",
+           "Rows per tile of the grouped expert gradient GEMMs">
+  ];
+  let statistics = [
+    Statistic<"numLowered", "num-lowered",
+              "Number of routing gradient ops lowered">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+}
+
 #endif // MOE_DIALECT_MOE_TRANSFORMS_PASSES_TD
