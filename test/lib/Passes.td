@@ -51,6 +51,25 @@ def TestMoEDecayBounds : Pass<"test-moe-decay-bounds"> {
   ];
 }
 
+def TestMoEAdjoints : Pass<"test-moe-adjoints", "::mlir::ModuleOp"> {
+  let summary = "Build the adjoints of marked ops and return them";
+  let description = [{
+    Drives `DifferentiableOpInterface::buildAdjoints` from lit tests. In
+    every `func.func` (one block, ending in `func.return`), each op that
+    carries `test.adjoints`, an `array<i64>` with one entry per result, gets
+    its adjoints built right after it: entry `k >= 0` makes argument `#k` of
+    the function that result's adjoint, `-1` passes a null (zero) adjoint.
+    Every non-null operand adjoint is appended, in operand order, to the
+    values the function returns (its type is updated), so that the
+    gradients can be printed, lowered and run. The pass checks the
+    interface's contract: one adjoint per operand, each of its operand's
+    type. A marked op without the interface, a malformed attribute, an
+    argument whose type is not the result's, or a failing `buildAdjoints` is
+    an error.
+  }];
+  let dependentDialects = ["::mlir::moe::MoEDialect"];
+}
+
 def TestMoEReverseMode
     : Pass<"test-moe-reverse-mode", "::mlir::ModuleOp"> {
   let summary = "Differentiate marked functions with the reverse mode of "

@@ -106,7 +106,7 @@ def MoEPrintModelSummary : Pass<"moe-print-model-summary", "::mlir::ModuleOp"> {
 
 
 def MoETileLinearAttention : Pass<"moe-tile-linear-attention"> {
-  let summary = "Chunk moe.kda into tiles, dense on the diagonal only where proven safe";
+  let summary = "Chunk moe.kda and moe.kda_grad into tiles, dense on the diagonal only where proven safe";
   let description = [{
     Lowers every `moe.kda` op into the chunked WY/UT algorithm of
     ALGORITHMS.md sections 1.4-1.6 on tensors: an `scf.forall` over
@@ -133,6 +133,12 @@ def MoETileLinearAttention : Pass<"moe-tile-linear-attention"> {
 
     Every kda op gets a remark that says which path it took and why, with
     the bound, the exponent, the limit and the margin.
+
+    `moe.kda_grad` is lowered by the same pass into the chunked backward of
+    section 1.7 (a forward sweep storing each chunk's incoming state, then a
+    reverse sweep that recomputes each chunk and carries the state adjoint),
+    with its diagonal path decided the same way and reported by a
+    `kda_grad tiled with ...` remark.
     `test-force-dense` takes the dense path regardless of the proof; it
     exists to show what the proof prevents.
   }];
