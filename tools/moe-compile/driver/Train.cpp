@@ -406,20 +406,52 @@ private:
   T *data;
 };
 
-/// Copies a returned vector of `count` floats into `into` and frees it.
-void takeVector(MemRef<float, 1> &result, size_t count, const char *what,
-                float *into) {
-  if (!result.aligned || result.sizes[0] != static_cast<int64_t>(count))
-    fail(std::string("the train step returned ") + what + " of " +
-         std::to_string(result.aligned ? result.sizes[0] : 0) +
-         " values, expected " + std::to_string(count));
-  const float *begin = result.aligned + result.offset;
-  if (result.strides[0] == 1) {
-    std::memcpy(into, begin, count * sizeof(float));
-  } else {
-    for (size_t i = 0; i < count; ++i)
-      into[i] = begin[static_cast<int64_t>(i) * result.strides[0]];
+/// A vector of fp32 state (parameters, moments) that the train step reads
+/// and returns anew: each step's results become the state (no copy), and
+/// the previous buffers are freed.
+class StateVector {
+public:
+  StateVector(size_t count, const char *what) : count(count), what(what) {
+    auto *data = static_cast<float *>(allocateBuffer(count * sizeof(float)));
+    std::memset(data, 0, count * sizeof(float));
+    ref = {data, data, 0, {static_cast<int64_t>(count)}, {1}};
   }
+  ~StateVector() { releaseResult(ref.allocated); }
+  StateVector(const StateVector &) = delete;
+  StateVector &operator=(const StateVector &) = delete;
+  float *get() const { return ref.aligned + ref.offset; }
+  MemRef<float, 1> vector() const { return ref; }
+  /// Takes the train step's new value of this vector.
+  void adopt(const MemRef<float, 1> &result) {
+    if (!result.aligned || result.sizes[0] != static_cast<int64_t>(count) ||
+        result.strides[0] != 1)
+      fail(std::string("the train step returned ") + what + " of " +
+           std::to_string(result.aligned ? result.sizes[0] : 0) +
+           " values (stride " +
+           std::to_string(result.aligned ? result.strides[0] : 0) +
+           "), expected " + std::to_string(count) +
+           " contiguous ones (the executable is damaged)");
+    if (result.allocated != ref.allocated)
+      releaseResult(ref.allocated);
+    ref = result;
+  }
+
+private:
+  MemRef<float, 1> ref;
+  size_t count;
+  const char *what;
+};
+
+/// Copies the returned metrics into `into` and frees them.
+void takeMetrics(MemRef<float, 1> &result, std::vector<float> &into) {
+  if (!result.aligned || result.sizes[0] != static_cast<int64_t>(into.size()))
+    fail("the train step returned " +
+         std::to_string(result.aligned ? result.sizes[0] : 0) +
+         " metrics, expected " + std::to_string(into.size()) +
+         " (the executable is damaged)");
+  for (size_t i = 0; i < into.size(); ++i)
+    into[i] = result.aligned[result.offset +
+                             static_cast<int64_t>(i) * result.strides[0]];
   releaseResult(result.allocated);
 }
 
@@ -494,7 +526,9 @@ int moe_driver::runTraining(int argc, char **argv, const Manifest &manifest) {
   // parameters.
   auto initStart = std::chrono::steady_clock::now();
   size_t scalars = static_cast<size_t>(manifest.scalars);
-  Buffer<float> params(scalars), m(scalars), v(scalars), hyper(8);
+  StateVector params(scalars, "parameters"), m(scalars, "first moments"),
+      v(scalars, "second moments");
+  Buffer<float> hyper(8);
   initialiseParams(manifest, options.seed, params.get());
   size_t tokens = static_cast<size_t>(batch * length);
   Buffer<int32_t> inputs(tokens), labels(tokens);
@@ -576,10 +610,15 @@ int moe_driver::runTraining(int argc, char **argv, const Manifest &manifest) {
     checkDevice("while running the train step");
     float loss = results.loss.aligned[results.loss.offset];
     releaseResult(results.loss.allocated);
-    takeVector(results.params, scalars, "parameters", params.get());
-    takeVector(results.m, scalars, "first moments", m.get());
-    takeVector(results.v, scalars, "second moments", v.get());
-    takeVector(results.metrics, metrics.size(), "metrics", metrics.data());
+    if (results.params.allocated == results.m.allocated ||
+        results.params.allocated == results.v.allocated ||
+        results.m.allocated == results.v.allocated)
+      fail("the train step returned one buffer for two of its results (the "
+           "executable is damaged)");
+    params.adopt(results.params);
+    m.adopt(results.m);
+    v.adopt(results.v);
+    takeMetrics(results.metrics, metrics);
     double elapsed = seconds(stepStart);
     stepSeconds += elapsed;
     intervalSeconds += elapsed;
