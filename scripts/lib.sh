@@ -23,7 +23,8 @@ MOE_LLVM_DIR=/usr/lib/llvm-22
 # training corpus (/usr/share/games/fortunes).
 MOE_PACKAGES=(
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools clang-22
-  libfmt-dev ninja-build cmake g++ python3 xxd clang-format-22 fortunes
+  libfmt-dev ninja-build cmake g++ python3 python3-numpy xxd clang-format-22
+  fortunes
 )
 
 # Targets every script builds. Tools made with add_mlir_tool are left out of

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "moe/Dialect/MoE/Transforms/Passes.h"
 #include "moe/InitAll.h"
 #include "moe/Pipelines/Pipelines.h"
 #include "moe/Support/Npy.h"
@@ -85,6 +86,12 @@ static cl::list<std::string> sharedLibs(
     cl::desc("Extra shared libraries whose symbols the JIT-compiled code may "
              "use (libmlir_c_runner_utils is always loaded)"),
     cl::value_desc("lib.so"), cl::CommaSeparated, cl::cat(runCategory));
+static cl::opt<bool> buildTrainingStep(
+    "build-training-step",
+    cl::desc("Run -moe-build-training-step before anything else, so that "
+             "@<model>_grad and @<model>_train_step of each moe.model can "
+             "be called"),
+    cl::cat(runCategory));
 static cl::opt<bool>
     printLowered("print-lowered",
                  cl::desc("Print the module after moe-lower-to-cpu to stdout"),
@@ -109,6 +116,9 @@ stderr and exit status 1.
 the driver JIT) and runs the kernels through libmoert_mlir.so; it needs a
 CUDA driver and GPU, and CUDA_HOME (default /usr/local/cuda) for libdevice.
 Argument and result buffers then live in memory shared by host and device.
+
+--build-training-step first runs -moe-build-training-step, which turns each
+moe.model @M into @M, @M_grad and @M_train_step (docs/Training.md).
 )";
 
 //===----------------------------------------------------------------------===//
@@ -640,6 +650,12 @@ static llvm::Error run() {
       parseSourceFile<ModuleOp>(sourceMgr, ParserConfig(&context));
   if (!module)
     return makeError("cannot parse " + inputFilename);
+  if (buildTrainingStep) {
+    PassManager trainingPm(&context);
+    trainingPm.addPass(moe::createMoEBuildTrainingStep());
+    if (failed(trainingPm.run(*module)))
+      return makeError("-moe-build-training-step failed on " + inputFilename);
+  }
 
   // Check the signature, then the inputs against it.
   auto func = module->lookupSymbol<func::FuncOp>(name);

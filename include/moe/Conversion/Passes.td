@@ -34,7 +34,15 @@ def ConvertMoEToLinalg : Pass<"convert-moe-to-linalg"> {
       activation (SwiGLU or SiTU-GLU, sections 6 and 7.1) in fp32;
     * `moe.attn_res_mix`: per source the RMS-normalised score against the
       query, a softmax over the sources (shifted by their max) and the
-      weighted sum of the raw sources (sections 5.1 and 5.5).
+      weighted sum of the raw sources (sections 5.1 and 5.5);
+    * the gradient ops of `MoECommonGradOps.td` (`moe.decay_gate_grad`,
+      `moe.l2_norm_grad`, `moe.rms_norm_grad`, `moe.short_conv_grad`,
+      `moe.embedding_grad`, `moe.attn_res_mix_grad`): element-wise generics
+      for the input gradients, fp32 reductions over the tokens for the
+      weight gradients (sections 1.2, 2.1, 5.3, 7.2), and for the embedding
+      a `scf.for` over the tokens in order that adds each gradient row to
+      its id's row (a deterministic scatter-add; ids outside the table add
+      nothing).
 
     Reductions, norms, gates and the loss are computed in fp32 and the result
     is converted back to the op's element type. Batch and sequence
@@ -46,6 +54,7 @@ def ConvertMoEToLinalg : Pass<"convert-moe-to-linalg"> {
     "::mlir::arith::ArithDialect",
     "::mlir::linalg::LinalgDialect",
     "::mlir::math::MathDialect",
+    "::mlir::scf::SCFDialect",
     "::mlir::tensor::TensorDialect"
   ];
 }

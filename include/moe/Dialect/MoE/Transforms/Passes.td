@@ -46,6 +46,50 @@ def MoEDecompose : Pass<"moe-decompose"> {
   ];
 }
 
+def MoEBuildTrainingStep
+    : Pass<"moe-build-training-step", "::mlir::ModuleOp"> {
+  let summary = "Build the gradient and the training step of every moe.model";
+  let description = [{
+    Implements the contract of docs/Training.md. Every `moe.model @M`
+    becomes three functions of its packed parameters (`getParamLayout`
+    order, `P` fp32 scalars):
+
+    * `@M(params, tokens, labels) -> loss`: the forward, as
+      `-convert-moe-model-to-func` builds it;
+    * `@M_grad(params, tokens, labels) -> (loss, grad: tensor<Pxf32>)`: the
+      model decomposed (`populateDecomposeLayerPatterns`) and differentiated
+      in reverse (`moe/Dialect/MoE/Transforms/ReverseMode.h`): moe ops
+      through `DifferentiableOpInterface`, upstream ops (`linalg`
+      structured ops, tensor reshapes, slices, concatenations, element-wise
+      `arith` on tensors) by the rules of ReverseMode.cpp. Buffer slots
+      (router biases) get a zero gradient;
+    * `@M_train_step(params, m, v, tokens, labels, hyper: tensor<8xf32>) ->
+      (loss, params, m, v, metrics: tensor<Mxf32>)`: global gradient norm,
+      clipping by `max_grad_norm` (off when `<= 0`), AdamW (ALGORITHMS.md
+      7.4; no decoupled decay on `no_weight_decay` parameters), buffers left
+      to the balancer: each router bias slot takes its `moe.moe_ffn`'s
+      `next_bias`. `hyper = [lr, beta1, beta2, eps, weight_decay,
+      max_grad_norm, 1/(1-beta1^t), 1/(1-beta2^t)]`. `metrics = [grad norm
+      before clipping, MaxVio of each MoE layer (max(load)/mean(load) - 1),
+      the loads of each MoE layer]`, named entry by entry by the function's
+      `moe.metric_names` (`grad_norm`, `<ffn>.max_vio`, then `<ffn>.load`
+      once per expert, where `<ffn>` is the router bias's name without
+      `.router_bias`, e.g. `layers.0.ffn`).
+
+    Errors (located): an op between the parameters and the loss that cannot
+    be differentiated, a router bias that is not a `buffer` param, a
+    `@M_grad` or `@M_train_step` that already exists.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::func::FuncDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::tensor::TensorDialect",
+    "::mlir::moe::MoEDialect"
+  ];
+}
+
 def MoEPrintModelSummary : Pass<"moe-print-model-summary", "::mlir::ModuleOp"> {
   let summary = "Print each model's layers, parameters and active parameters";
   let description = [{
@@ -62,7 +106,7 @@ def MoEPrintModelSummary : Pass<"moe-print-model-summary", "::mlir::ModuleOp"> {
 
 
 def MoETileLinearAttention : Pass<"moe-tile-linear-attention"> {
-  let summary = "Chunk moe.kda into tiles, dense on the diagonal only where proven safe";
+  let summary = "Chunk moe.kda and moe.kda_grad into tiles, dense on the diagonal only where proven safe";
   let description = [{
     Lowers every `moe.kda` op into the chunked WY/UT algorithm of
     ALGORITHMS.md sections 1.4-1.6 on tensors: an `scf.forall` over
@@ -89,6 +133,12 @@ def MoETileLinearAttention : Pass<"moe-tile-linear-attention"> {
 
     Every kda op gets a remark that says which path it took and why, with
     the bound, the exponent, the limit and the margin.
+
+    `moe.kda_grad` is lowered by the same pass into the chunked backward of
+    section 1.7 (a forward sweep storing each chunk's incoming state, then a
+    reverse sweep that recomputes each chunk and carries the state adjoint),
+    with its diagonal path decided the same way and reported by a
+    `kda_grad tiled with ...` remark.
     `test-force-dense` takes the dense path regardless of the proof; it
     exists to show what the proof prevents.
   }];
