@@ -22,6 +22,7 @@ MOE_LLVM_DIR=/usr/lib/llvm-22
 MOE_PACKAGES=(
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools clang-22
   libfmt-dev ninja-build cmake g++ python3 xxd clang-format-22
+  libopenblas-dev
 )
 
 # Targets every script builds. Tools made with add_mlir_tool are left out of
