@@ -24,7 +24,7 @@ MOE_LLVM_DIR=/usr/lib/llvm-22
 MOE_PACKAGES=(
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools clang-22
   libfmt-dev ninja-build cmake g++ python3 python3-numpy xxd clang-format-22
-  fortunes
+  fortunes libopenblas-dev
 )
 
 # Targets every script builds. Tools made with add_mlir_tool are left out of

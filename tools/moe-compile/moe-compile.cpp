@@ -143,6 +143,16 @@ static cl::opt<bool> gpuHostKernels(
              "kernels (projections, norms, ...) as GPU kernels too, one "
              "thread per output element (default: host loops)"),
     cl::init(false), cl::cat(compileCategory));
+static cl::opt<bool> cpuBlas(
+    "blas",
+    cl::desc("--target=cpu: run fp32 contractions with OpenBLAS through the "
+             "CPU runtime (default on; --blas=false keeps them as loops)"),
+    cl::init(true), cl::cat(compileCategory));
+static cl::opt<bool> cpuProfile(
+    "profile",
+    cl::desc("--target=cpu: time every moe op (forward and gradient ops, by "
+             "op kind); the executable prints the table to stderr at exit"),
+    cl::init(false), cl::cat(compileCategory));
 static cl::opt<std::string> gpuFormat(
     "gpu-format",
     cl::desc("Kernel format of --target=cuda: isa (PTX, compiled by the "
@@ -445,6 +455,8 @@ static LogicalResult lowerToLLVMDialect(ModuleOp module) {
     moe::buildLowerToNVVMPipeline(pm, options);
   } else {
     moe::LowerToCPUOptions options;
+    options.blas = cpuBlas;
+    options.profile = cpuProfile;
     moe::buildLowerToCPUPipeline(pm, options);
   }
   return pm.run(module);
@@ -523,6 +535,20 @@ static std::string findDriverLibrary(const char *argv0) {
   return cuda ? kCudaDriverMain : MOE_MODEL_MAIN_LIB;
 }
 
+/// The CPU runtime library (moe_cpu_contract_f32, ...): libMoECpuRuntime.a
+/// in the lib/ folder next to moe-compile's bin/ folder, else where the
+/// build put it.
+static std::string findCpuRuntimeLibrary(const char *argv0) {
+  std::string self =
+      llvm::sys::fs::getMainExecutable(argv0, (void *)&findCpuRuntimeLibrary);
+  llvm::SmallString<256> path(
+      llvm::sys::path::parent_path(llvm::sys::path::parent_path(self)));
+  llvm::sys::path::append(path, "lib", "libMoECpuRuntime.a");
+  if (llvm::sys::fs::exists(path))
+    return std::string(path);
+  return MOE_CPU_RUNTIME_LIB;
+}
+
 /// Links `object` with the driver into the executable `output`.
 static LogicalResult linkExecutable(llvm::StringRef object,
                                     llvm::StringRef output, const char *argv0) {
@@ -550,6 +576,12 @@ static LogicalResult linkExecutable(llvm::StringRef object,
                        "the toolkit's lib64/stubs/libcuda.so)");
     args.append({cudaLib, "-lm"});
   } else {
+    // The CPU runtime runs contractions with OpenBLAS.
+    std::string runtime = findCpuRuntimeLibrary(argv0);
+    if (!llvm::sys::fs::exists(runtime))
+      return toolError("cannot find the CPU runtime library '" + runtime +
+                       "' (build the MoECpuRuntime target)");
+    args.append({runtime, "-lopenblas"});
     // memref.copy of strided buffers calls memrefCopy from MLIR's C runner
     // utils; the rpath lets the executable run from anywhere.
     std::string libDir = MOE_LLVM_LIBRARY_DIR;

@@ -555,6 +555,11 @@ static llvm::Error invoke(ExecutionEngine &engine, llvm::StringRef name,
 #define MOE_MLIR_C_RUNNER_UTILS "/usr/lib/llvm-22/lib/libmlir_c_runner_utils.so"
 #endif
 
+/// Path of the CPU runtime (moe_cpu_contract_f32, ...; set by CMake).
+#ifndef MOE_CPU_RUNTIME_SO
+#define MOE_CPU_RUNTIME_SO ""
+#endif
+
 /// Path of moert's adapter for MLIR's mgpu* host ABI (set by CMake when the
 /// CUDA toolkit is present).
 #ifndef MOE_MOERT_MLIR_LIB
@@ -714,8 +719,16 @@ static llvm::Error run() {
   std::string cRunnerUtils = MOE_MLIR_C_RUNNER_UTILS;
   if (llvm::sys::fs::exists(cRunnerUtils))
     libPaths.push_back(cRunnerUtils);
-  if (cuda)
+  if (cuda) {
     libPaths.push_back(MOE_MOERT_MLIR_LIB);
+  } else {
+    // Contractions call the CPU runtime.
+    std::string cpuRuntime = MOE_CPU_RUNTIME_SO;
+    if (!llvm::sys::fs::exists(cpuRuntime))
+      return makeError("the CPU runtime library '" + cpuRuntime +
+                       "' does not exist (build the moe_cpu_runtime target)");
+    libPaths.push_back(cpuRuntime);
+  }
   for (const std::string &lib : sharedLibs) {
     if (!llvm::sys::fs::exists(lib))
       return makeError("--shared-libs: " + lib + " does not exist");

@@ -117,4 +117,42 @@ def MoELowerDynamicExpandShape : Pass<"moe-lower-dynamic-expand-shape"> {
   ];
 }
 
+def MoEContractionsToBLAS : Pass<"moe-contractions-to-blas", "::mlir::ModuleOp"> {
+  let summary = "Replace fp32 contraction linalg ops on buffers by calls to "
+                "the CPU runtime's BLAS-backed moe_cpu_contract_f32";
+  let description = [{
+    A linalg op on memrefs with two fp32 inputs A, B and one fp32 output C,
+    projected-permutation indexing maps and the body
+    `C += A * B` (`arith.mulf` of the two inputs, `arith.addf` with the
+    output, in either operand order) is a contraction: its loop dimensions
+    are K (reductions, in A and B), M (in A and C only), N (in B and C
+    only) and batch (in all three). One K dimension and at most two outer
+    dimensions besides one M and one N (batch dimensions, further M or N
+    dimensions, or output-only ones) are handled; the op becomes a call to
+
+      func.func private @moe_cpu_contract_f32(index x 23)
+
+    with each operand's aligned pointer, offset, and element stride along
+    M, N, K and the outer dimensions (0 where the operand lacks one), and the
+    loop sizes. The runtime (lib/CpuRuntime) folds outer dimensions that
+    continue M or N contiguously into it and calls OpenBLAS's cblas_sgemm on
+    each slice whose matrices have a unit stride, a loop nest otherwise.
+
+    The call accumulates into C (beta = 1), as the op does; BLAS sums the K
+    products in its own order, so results differ from the loop nest's in
+    the last bits. Ops whose static trip count is below `min-macs`
+    multiply-adds are left alone, as is anything else.
+  }];
+  let options = [
+    Option<"minMacs", "min-macs", "int64_t", /*default=*/"4096",
+           "Leave contractions with fewer static multiply-adds than this "
+           "as loops (dynamic sizes always qualify)">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::func::FuncDialect",
+    "::mlir::memref::MemRefDialect"
+  ];
+}
+
 #endif // MOE_CONVERSION_PASSES_TD

@@ -731,6 +731,31 @@ def MoELowerRoutingGrad : Pass<"moe-lower-routing-grad"> {
     "::mlir::math::MathDialect",
     "::mlir::scf::SCFDialect",
     "::mlir::tensor::TensorDialect"
+def MoEProfileOps : Pass<"moe-profile-ops", "::mlir::ModuleOp"> {
+  let summary = "Time every moe op of the program with the CPU timer runtime";
+  let description = [{
+    Opt-in instrumentation ("where did the time go"). Every op of the moe
+    dialect inside a function (forward and gradient ops alike; nested moe
+    ops count with their outermost one) is bracketed by
+
+      func.call @moe_prof_begin(%id, %name) : (i64, !llvm.ptr) -> ()
+      ... the op ...
+      func.call @moe_prof_end(%id) : (i64) -> ()
+
+    where `%id` numbers the op kinds of the module in order of first
+    appearance and `%name` is the address of an internal constant string
+    holding the kind's name (`moe.kda`, `moe.rms_norm`, ...). The calls have
+    side effects, so the code each op lowers to stays between them; ops
+    that a later pass fuses with others (routing, dispatch, experts and
+    combine in -moe-fuse-routing) are timed where the fused code lands.
+    The CPU runtime (lib/CpuRuntime) sums the time per kind and prints a
+    table to stderr when the program exits. moe-lower-to-cpu runs this
+    pass right after -moe-decompose when its `profile` option is set.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::func::FuncDialect",
+    "::mlir::LLVM::LLVMDialect"
   ];
 }
 
