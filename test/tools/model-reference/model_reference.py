@@ -31,6 +31,13 @@ Subcommands (all arrays are .npy files):
                                    [--only REGEX] [--scale-grad NAME=F]
                                    per tensor: compiled gradient . u against
                                    (L(p + h u) - L(p - h u)) / 2h
+
+gradcheck's error per tensor (n scalars, compiled gradient g): for random
+unit directions u, max |g . u - fd(u)| / max(|g| / sqrt(n), RMS of the
+fd(u), noise floor); along u = g / |g|, | |g| - fd | / max(|g|, |fd|, floor
+sqrt(n)); the tensor's error is the larger of the two. h = --step times the
+tensor's norm (at least --step), divided by 8 until no MoE routing decision
+differs from the unperturbed run's. Buffers must have exactly zero gradient.
 """
 
 import argparse
@@ -716,6 +723,12 @@ def cmd_gradcheck(args, model):
           (model.name, len(model.params), model.num_scalars, obj.loss))
     for value, margin in obj.margins.items():
         print("routing of %s: smallest top-k margin %.3e" % (value, margin))
+    # Below `floor` (per element) a gradient is rounding noise: a fraction
+    # of the RMS gradient entry of the whole model.
+    trained = np.concatenate([grad[p.offset:p.offset + p.size]
+                              for p in model.params if not p.buffer])
+    floor = args.floor * np.linalg.norm(trained) / math.sqrt(max(trained.size, 1))
+    print("noise floor %.3e per element" % floor)
     rng = np.random.default_rng(args.seed)
     worst, worst_name, failed = 0.0, "", []
     for p in select_params(model, args.only):
@@ -736,13 +749,14 @@ def cmd_gradcheck(args, model):
             fds.append(fd)
             errors.append(abs(float(g @ u) - fd))
         # Random unit directions: |grad . u| ~ |grad| / sqrt(n).
-        scale = max(gnorm / math.sqrt(p.size), math.sqrt(np.mean(np.square(fds))))
+        scale = max(gnorm / math.sqrt(p.size), math.sqrt(np.mean(np.square(fds))),
+                    floor)
         rel = max(errors) / scale if scale > 0 else 0.0
         # Along the compiled gradient itself: the derivative is |grad|.
         along = 0.0
         if gnorm > 0:
             fd = obj.directional(p, g / gnorm, args.step)
-            along = abs(gnorm - fd) / max(gnorm, abs(fd))
+            along = abs(gnorm - fd) / max(gnorm, abs(fd), floor * math.sqrt(p.size))
         err = max(rel, along)
         status = "ok" if err <= args.tol else "FAIL"
         if err > args.tol:
@@ -804,6 +818,9 @@ def main(argv):
             s.add_argument("--directions", type=int, default=3)
             s.add_argument("--tol", type=float, default=1e-3)
             s.add_argument("--seed", type=int, default=0)
+            s.add_argument("--floor", type=float, default=1e-4,
+                           help="gradient entries below FLOOR times the RMS "
+                                "entry of the whole gradient count as zero")
             s.add_argument("--scale-grad", action="append", default=[],
                            metavar="NAME=FACTOR",
                            help="multiply one tensor's gradient (to show "
