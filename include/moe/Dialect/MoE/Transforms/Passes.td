@@ -731,6 +731,9 @@ def MoELowerRoutingGrad : Pass<"moe-lower-routing-grad"> {
     "::mlir::math::MathDialect",
     "::mlir::scf::SCFDialect",
     "::mlir::tensor::TensorDialect"
+  ];
+}
+
 def MoEProfileOps : Pass<"moe-profile-ops", "::mlir::ModuleOp"> {
   let summary = "Time every moe op of the program with the CPU timer runtime";
   let description = [{
