@@ -45,6 +45,19 @@
 // REDEFINE: %{T} = 257
 // RUN: %{check}
 
+// Other tilings of the bounded gate, B = 2, T = 100: start reference over
+// 32-row tiles (31 * 5 = 155 nats, not proven) without the guard takes the
+// per-position path everywhere; pre reference over 8-row tiles in chunks of
+// 32 (8 * 5 = 40 nats) is proven and dense.
+// REDEFINE: %{B} = 2
+// REDEFINE: %{T} = 100
+// RUN: %{gen} && moe-opt %s --moe-tile-linear-attention="runtime-guard=false reference=start sub-chunk-size=32" -o %t/slow.mlir 2>%t/slow.remarks && moe-run %t/slow.mlir --entry=kda_grad_bounded --opt-level=0 %{inputs} -o %t/out && %{ref} && %{cmp}
+// RUN: FileCheck %s --check-prefix=SLOW < %t/slow.remarks
+// SLOW: remark: kda_grad tiled with chunk 64, sub-chunk 32: per-position diagonal tiles, not proven (bound -5.00, start reference over 32 rows: exponent 155.00 vs limit 87.34 for f32, margin -67.66)
+// RUN: moe-opt %s --moe-tile-linear-attention="reference=pre chunk-size=32 sub-chunk-size=8" -o %t/pre.mlir 2>%t/pre.remarks && moe-run %t/pre.mlir --entry=kda_grad_bounded --opt-level=0 %{inputs} -o %t/out && %{ref} && %{cmp}
+// RUN: FileCheck %s --check-prefix=PRE < %t/pre.remarks
+// PRE: remark: kda_grad tiled with chunk 32, sub-chunk 8: dense diagonal tiles, proven safe (bound -5.00, pre reference over 8 rows: exponent 40.00 vs limit 87.34 for f32, margin 47.34)
+
 // Strong softplus decays (about -130 nats per step): the run-time guard
 // sends every diagonal tile to the per-position path; forcing the dense
 // path on the same input gives non-finite gradients. Every state decays to
