@@ -3,13 +3,14 @@
 // Part of the moe-mlir project.
 //
 // moe_cpu_contract_f32, which -moe-contractions-to-blas calls in place of a
-// contraction linalg op on buffers: C[o0, o1, m, n] += sum_k A[o0, o1, m, k]
-// * B[o0, o1, k, n] over arbitrary element strides, where o0 and o1 are
-// outer loops (batch dimensions, or extra M or N dimensions, whose stride is
-// 0 in the operand that lacks them). Outer loops that continue M or N
-// contiguously are folded into it; each remaining (M, N, K) slice whose
-// matrices have a unit stride on one side is one cblas_sgemm (OpenBLAS),
-// any other slice a plain loop nest.
+// contraction linalg op on buffers: C[o0, o1, m, n] += sum_{ko, k}
+// A[o0, o1, m, ko, k] * B[o0, o1, ko, k, n] over arbitrary element strides,
+// where o0 and o1 are outer loops (batch dimensions, or extra M or N
+// dimensions, whose stride is 0 in the operand that lacks them) and ko an
+// outer reduction. Outer loops that continue M, N or K contiguously are
+// folded into it; each remaining (M, N, K) slice whose matrices have a unit
+// stride on one side is one cblas_sgemm (OpenBLAS), any other slice a plain
+// loop nest.
 //
 //===----------------------------------------------------------------------===//
 
@@ -90,14 +91,25 @@ void contractSlice(Matrix a, Matrix b, Matrix c, int64_t m, int64_t n,
 extern "C" void moe_cpu_contract_f32(
     intptr_t aBase, int64_t aOffset, intptr_t bBase, int64_t bOffset,
     intptr_t cBase, int64_t cOffset, int64_t m, int64_t n, int64_t k,
-    int64_t outer0, int64_t outer1, int64_t aStrideM, int64_t aStrideK,
-    int64_t aStride0, int64_t aStride1, int64_t bStrideK, int64_t bStrideN,
-    int64_t bStride0, int64_t bStride1, int64_t cStrideM, int64_t cStrideN,
-    int64_t cStride0, int64_t cStride1) {
+    int64_t kOuter, int64_t outer0, int64_t outer1, int64_t aStrideM,
+    int64_t aStrideK, int64_t aStrideKOuter, int64_t aStride0, int64_t aStride1,
+    int64_t bStrideK, int64_t bStrideN, int64_t bStrideKOuter, int64_t bStride0,
+    int64_t bStride1, int64_t cStrideM, int64_t cStrideN, int64_t cStride0,
+    int64_t cStride1) {
   if (m <= 0 || n <= 0 || outer0 <= 0 || outer1 <= 0)
     return;
-  if (k <= 0)
+  if (k <= 0 || kOuter <= 0)
     return;
+  // Two reductions that walk both inputs contiguously are one.
+  if (kOuter > 1 && (k == 1 || (aStrideKOuter == k * aStrideK &&
+                                bStrideKOuter == k * bStrideK))) {
+    if (k == 1) {
+      aStrideK = aStrideKOuter;
+      bStrideK = bStrideKOuter;
+    }
+    k *= kOuter;
+    kOuter = 1;
+  }
   // Fold an outer loop into M when A and C continue their M dimension with
   // it and B does not depend on it (tokens [B, T] of a projection); the
   // same for N. Outer loop 1 is the inner one.
@@ -130,11 +142,14 @@ extern "C" void moe_cpu_contract_f32(
   float *c = reinterpret_cast<float *>(cBase) + cOffset;
   for (int64_t i0 = 0; i0 < outer0; ++i0)
     for (int64_t i1 = 0; i1 < outer1; ++i1)
-      contractSlice({a + i0 * aStride0 + i1 * aStride1, aStrideM, aStrideK},
-                    {b + i0 * bStride0 + i1 * bStride1, bStrideK, bStrideN},
-                    {c + i0 * cStride0 + i1 * cStride1, cStrideM, cStrideN}, m,
-                    n, k);
+      for (int64_t ko = 0; ko < kOuter; ++ko)
+        contractSlice({a + i0 * aStride0 + i1 * aStride1 + ko * aStrideKOuter,
+                       aStrideM, aStrideK},
+                      {b + i0 * bStride0 + i1 * bStride1 + ko * bStrideKOuter,
+                       bStrideK, bStrideN},
+                      {c + i0 * cStride0 + i1 * cStride1, cStrideM, cStrideN},
+                      m, n, k);
   if (profiling)
-    moe::cpu::recordContraction(double(outer0) * outer1 * m * n * k,
+    moe::cpu::recordContraction(double(outer0) * outer1 * kOuter * m * n * k,
                                 moe::cpu::now() - start);
 }

@@ -16,17 +16,19 @@
 
 extern "C" {
 
-/// C[o0, o1, m, n] += sum_k A[o0, o1, m, k] * B[o0, o1, k, n] in fp32. Each
-/// operand is given by the aligned pointer of its buffer (as an integer),
-/// its element offset and its element strides; a stride of 0 broadcasts.
+/// C[o0, o1, m, n] += sum_{ko, k} A[o0, o1, m, ko, k] * B[o0, o1, ko, k, n]
+/// in fp32. Each operand is given by the aligned pointer of its buffer (as
+/// an integer), its element offset and its element strides; a stride of 0
+/// broadcasts.
 void moe_cpu_contract_f32(intptr_t aBase, int64_t aOffset, intptr_t bBase,
                           int64_t bOffset, intptr_t cBase, int64_t cOffset,
-                          int64_t m, int64_t n, int64_t k, int64_t outer0,
-                          int64_t outer1, int64_t aStrideM, int64_t aStrideK,
+                          int64_t m, int64_t n, int64_t k, int64_t kOuter,
+                          int64_t outer0, int64_t outer1, int64_t aStrideM,
+                          int64_t aStrideK, int64_t aStrideKOuter,
                           int64_t aStride0, int64_t aStride1, int64_t bStrideK,
-                          int64_t bStrideN, int64_t bStride0, int64_t bStride1,
-                          int64_t cStrideM, int64_t cStrideN, int64_t cStride0,
-                          int64_t cStride1);
+                          int64_t bStrideN, int64_t bStrideKOuter,
+                          int64_t bStride0, int64_t bStride1, int64_t cStrideM,
+                          int64_t cStrideN, int64_t cStride0, int64_t cStride1);
 
 /// Start and end of one call of the instrumented region `id` (an op kind,
 /// -moe-profile-ops): `name` points to its NUL-terminated name, which the

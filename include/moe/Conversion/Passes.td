@@ -126,17 +126,19 @@ def MoEContractionsToBLAS : Pass<"moe-contractions-to-blas", "::mlir::ModuleOp">
     `C += A * B` (`arith.mulf` of the two inputs, `arith.addf` with the
     output, in either operand order) is a contraction: its loop dimensions
     are K (reductions, in A and B), M (in A and C only), N (in B and C
-    only) and batch (in all three). One K dimension and at most two outer
-    dimensions besides one M and one N (batch dimensions, further M or N
-    dimensions, or output-only ones) are handled; the op becomes a call to
+    only) and batch (in all three). One or two K dimensions (two: a weight
+    gradient summed over tokens [B, T]) and at most two outer dimensions
+    besides one M and one N (batch dimensions, further M or N dimensions,
+    or output-only ones) are handled; the op becomes a call to
 
-      func.func private @moe_cpu_contract_f32(index x 23)
+      func.func private @moe_cpu_contract_f32(index x 26)
 
-    with each operand's aligned pointer, offset, and element stride along
-    M, N, K and the outer dimensions (0 where the operand lacks one), and the
-    loop sizes. The runtime (lib/CpuRuntime) folds outer dimensions that
-    continue M or N contiguously into it and calls OpenBLAS's cblas_sgemm on
-    each slice whose matrices have a unit stride, a loop nest otherwise.
+    with each operand's aligned pointer and offset, the loop sizes, and
+    each operand's element stride along M, N, K, the outer K and the outer
+    dimensions (0 where the operand lacks one). The runtime (lib/CpuRuntime)
+    folds dimensions that continue M, N or K contiguously into it and calls
+    OpenBLAS's cblas_sgemm on each slice whose matrices have a unit stride,
+    a loop nest otherwise.
 
     The call accumulates into C (beta = 1), as the op does; BLAS sums the K
     products in its own order, so results differ from the loop nest's in

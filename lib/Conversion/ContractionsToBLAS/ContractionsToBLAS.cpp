@@ -32,7 +32,7 @@ using namespace mlir::moe;
 /// The runtime entry point (lib/CpuRuntime/CpuRuntime.h).
 static constexpr llvm::StringLiteral kContractName = "moe_cpu_contract_f32";
 /// Its number of `index` arguments.
-static constexpr unsigned kNumContractArgs = 23;
+static constexpr unsigned kNumContractArgs = 26;
 
 namespace {
 
@@ -40,7 +40,10 @@ namespace {
 /// M or N is a size-1 dimension; missing outer dimensions too.
 struct ContractionPlan {
   std::optional<unsigned> m, n;
+  /// The reduction read innermost by A, and the other one if there are two
+  /// (tokens [B, T] of a weight gradient).
   unsigned k;
+  std::optional<unsigned> kOuter;
   /// Outer dimensions, outermost first; at most two.
   SmallVector<unsigned, 2> outer;
 };
@@ -95,16 +98,16 @@ FailureOr<ContractionPlan> planContraction(linalg::LinalgOp op,
       return failure();
   AffineMap a = maps[0], b = maps[1], c = maps[2];
   ContractionPlan plan;
-  std::optional<unsigned> k;
+  SmallVector<unsigned, 2> reductions;
   SmallVector<unsigned> mCandidates, nCandidates, others;
   for (auto [dim, iterator] : llvm::enumerate(op.getIteratorTypesArray())) {
     bool inA = resultOf(a, dim).has_value(), inB = resultOf(b, dim).has_value();
     std::optional<unsigned> inC = resultOf(c, dim);
     if (iterator == utils::IteratorType::reduction) {
-      // One reduction, read by both inputs and not written.
-      if (k || inC || !inA || !inB)
+      // At most two reductions, read by both inputs and not written.
+      if (reductions.size() == 2 || inC || !inA || !inB)
         return failure();
-      k = dim;
+      reductions.push_back(dim);
       continue;
     }
     if (!inC)
@@ -116,9 +119,14 @@ FailureOr<ContractionPlan> planContraction(linalg::LinalgOp op,
     else
       others.push_back(dim);
   }
-  if (!k)
+  if (reductions.empty())
     return failure();
-  plan.k = *k;
+  if (reductions.size() == 2 &&
+      *resultOf(a, reductions[0]) > *resultOf(a, reductions[1]))
+    std::swap(reductions[0], reductions[1]);
+  plan.k = reductions.back();
+  if (reductions.size() == 2)
+    plan.kOuter = reductions.front();
   // M and N are the candidates written innermost in C; the others become
   // outer loops (with stride 0 in the input that lacks them).
   auto byPositionInC = [&](unsigned lhs, unsigned rhs) {
@@ -219,13 +227,13 @@ void lowerContraction(RewriterBase &rewriter, linalg::LinalgOp op,
   } else if (plan.outer.size() == 1) {
     outer1 = plan.outer[0];
   }
-  for (std::optional<unsigned> dim :
-       {plan.m, plan.n, std::optional<unsigned>(plan.k), outer0, outer1})
-    args.push_back(sizeOf(dim));
   std::optional<unsigned> k = plan.k;
-  for (auto dim : {plan.m, k, outer0, outer1})
+  for (std::optional<unsigned> dim :
+       {plan.m, plan.n, k, plan.kOuter, outer0, outer1})
+    args.push_back(sizeOf(dim));
+  for (auto dim : {plan.m, k, plan.kOuter, outer0, outer1})
     args.push_back(strideOf(0, dim));
-  for (auto dim : {k, plan.n, outer0, outer1})
+  for (auto dim : {k, plan.n, plan.kOuter, outer0, outer1})
     args.push_back(strideOf(1, dim));
   for (auto dim : {plan.m, plan.n, outer0, outer1})
     args.push_back(strideOf(2, dim));

@@ -5,8 +5,9 @@
 #mB = affine_map<(m, n, k) -> (k, n)>
 #mC = affine_map<(m, n, k) -> (m, n)>
 
-// A plain matmul: sizes M, N, K, outer 1, 1; strides of A (m, k, -, -),
-// B (k, n, -, -), C (m, n, -, -) from each buffer's metadata.
+// A plain matmul: sizes M, N, K, outer K 1, outer 1, 1; strides of A
+// (m, k, -, -, -), B (k, n, -, -, -), C (m, n, -, -) from each buffer's
+// metadata.
 // CHECK-LABEL: func.func @matmul
 // CHECK-SAME: (%[[A:.*]]: memref<?x?xf32>, %[[B:.*]]: memref<?x?xf32>, %[[C:.*]]: memref<?x?xf32>)
 // CHECK-DAG: %[[C0:.*]] = arith.constant 0 : index
@@ -18,12 +19,12 @@
 // CHECK: %{{.*}}, %[[COFF:.*]], %[[CSZ:.*]]:2, %[[CST:.*]]:2 = memref.extract_strided_metadata %[[C]]
 // CHECK: %[[CPTR:.*]] = memref.extract_aligned_pointer_as_index %[[C]]
 // CHECK: call @moe_cpu_contract_f32(%[[APTR]], %[[AOFF]], %[[BPTR]], %[[BOFF]], %[[CPTR]], %[[COFF]],
-// CHECK-SAME: %[[ASZ]]#0, %[[BSZ]]#1, %[[ASZ]]#1, %[[C1]], %[[C1]],
-// CHECK-SAME: %[[AST]]#0, %[[AST]]#1, %[[C0]], %[[C0]],
-// CHECK-SAME: %[[BST]]#0, %[[BST]]#1, %[[C0]], %[[C0]],
+// CHECK-SAME: %[[ASZ]]#0, %[[BSZ]]#1, %[[ASZ]]#1, %[[C1]], %[[C1]], %[[C1]],
+// CHECK-SAME: %[[AST]]#0, %[[AST]]#1, %[[C0]], %[[C0]], %[[C0]],
+// CHECK-SAME: %[[BST]]#0, %[[BST]]#1, %[[C0]], %[[C0]], %[[C0]],
 // CHECK-SAME: %[[CST]]#0, %[[CST]]#1, %[[C0]], %[[C0]])
 // CHECK-NOT: linalg.generic
-// CHECK: func.func private @moe_cpu_contract_f32(index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index)
+// CHECK: func.func private @moe_cpu_contract_f32(index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index, index)
 func.func @matmul(%a: memref<?x?xf32>, %b: memref<?x?xf32>, %c: memref<?x?xf32>) {
   linalg.generic {indexing_maps = [#mA, #mB, #mC],
                   iterator_types = ["parallel", "parallel", "reduction"]}
@@ -48,9 +49,9 @@ func.func @matmul(%a: memref<?x?xf32>, %b: memref<?x?xf32>, %c: memref<?x?xf32>)
 // CHECK: %{{.*}}, %[[BOFF:.*]], %[[BSZ:.*]]:2, %[[BST:.*]]:2 = memref.extract_strided_metadata %arg1
 // CHECK: %{{.*}}, %[[COFF:.*]], %[[CSZ:.*]]:3, %[[CST:.*]]:3 = memref.extract_strided_metadata %arg2
 // CHECK: call @moe_cpu_contract_f32(%{{.*}}, %[[AOFF]], %{{.*}}, %[[BOFF]], %{{.*}}, %[[COFF]],
-// CHECK-SAME: %[[ASZ]]#1, %[[BSZ]]#1, %[[ASZ]]#2, %[[C1]], %[[ASZ]]#0,
-// CHECK-SAME: %[[AST]]#1, %[[AST]]#2, %[[C0]], %[[AST]]#0,
-// CHECK-SAME: %[[BST]]#0, %[[BST]]#1, %[[C0]], %[[C0]],
+// CHECK-SAME: %[[ASZ]]#1, %[[BSZ]]#1, %[[ASZ]]#2, %[[C1]], %[[C1]], %[[ASZ]]#0,
+// CHECK-SAME: %[[AST]]#1, %[[AST]]#2, %[[C0]], %[[C0]], %[[AST]]#0,
+// CHECK-SAME: %[[BST]]#0, %[[BST]]#1, %[[C0]], %[[C0]], %[[C0]],
 // CHECK-SAME: %[[CST]]#1, %[[CST]]#2, %[[C0]], %[[CST]]#0)
 func.func @projection(%x: memref<?x?x256xf32>,
                       %w: memref<256x64xf32, strided<[64, 1], offset: 1024>>,
@@ -80,9 +81,9 @@ func.func @projection(%x: memref<?x?x256xf32>,
 // CHECK: %{{.*}}, %{{.*}}, %[[BSZ:.*]]:3, %[[BST:.*]]:3 = memref.extract_strided_metadata %arg1
 // CHECK: %{{.*}}, %{{.*}}, %[[CSZ:.*]]:3, %[[CST:.*]]:3 = memref.extract_strided_metadata %arg2
 // CHECK: call @moe_cpu_contract_f32(
-// CHECK-SAME: %[[ASZ]]#1, %[[BSZ]]#1, %[[ASZ]]#2, %[[C1]], %[[ASZ]]#0,
-// CHECK-SAME: %[[AST]]#1, %[[AST]]#2, %[[C0]], %[[AST]]#0,
-// CHECK-SAME: %[[BST]]#2, %[[BST]]#1, %[[C0]], %[[BST]]#0,
+// CHECK-SAME: %[[ASZ]]#1, %[[BSZ]]#1, %[[ASZ]]#2, %[[C1]], %[[C1]], %[[ASZ]]#0,
+// CHECK-SAME: %[[AST]]#1, %[[AST]]#2, %[[C0]], %[[C0]], %[[AST]]#0,
+// CHECK-SAME: %[[BST]]#2, %[[BST]]#1, %[[C0]], %[[C0]], %[[BST]]#0,
 // CHECK-SAME: %[[CST]]#1, %[[CST]]#2, %[[C0]], %[[CST]]#0)
 func.func @batched_transposed(%q: memref<4x64x32xf32>, %k: memref<4x64x32xf32>,
                               %s: memref<4x64x64xf32>) {
@@ -120,13 +121,44 @@ func.func @named_matmul(%a: memref<64x32xf32>, %b: memref<32x16xf32>, %c: memref
 // CHECK-DAG: %[[C1:.*]] = arith.constant 1 : index
 // CHECK: %{{.*}}, %{{.*}}, %[[ASZ:.*]]:2, %[[AST:.*]]:2 = memref.extract_strided_metadata %arg0
 // CHECK: call @moe_cpu_contract_f32(
-// CHECK-SAME: %[[ASZ]]#0, %[[C1]], %[[ASZ]]#1, %[[C1]], %[[C1]],
+// CHECK-SAME: %[[ASZ]]#0, %[[C1]], %[[ASZ]]#1, %[[C1]], %[[C1]], %[[C1]],
 func.func @matvec(%a: memref<256x128xf32>, %x: memref<128xf32>, %y: memref<256xf32>) {
   linalg.generic {indexing_maps = [affine_map<(m, k) -> (m, k)>,
                                    affine_map<(m, k) -> (k)>,
                                    affine_map<(m, k) -> (m)>],
                   iterator_types = ["parallel", "reduction"]}
       ins(%a, %x : memref<256x128xf32>, memref<128xf32>) outs(%y : memref<256xf32>) {
+  ^bb0(%u: f32, %v: f32, %acc: f32):
+    %p = arith.mulf %u, %v : f32
+    %r = arith.addf %acc, %p : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// A weight gradient, dW[i, o] = sum over tokens (b, t) of X[b, t, i] *
+// dY[b, t, o]: two reductions; t (read innermost) is K, b the outer K.
+// CHECK-LABEL: func.func @weight_gradient
+// CHECK-DAG: %[[C0:.*]] = arith.constant 0 : index
+// CHECK-DAG: %[[C1:.*]] = arith.constant 1 : index
+// CHECK: %{{.*}}, %{{.*}}, %[[ASZ:.*]]:3, %[[AST:.*]]:3 = memref.extract_strided_metadata %arg0
+// CHECK: %{{.*}}, %{{.*}}, %[[BSZ:.*]]:3, %[[BST:.*]]:3 = memref.extract_strided_metadata %arg1
+// CHECK: %{{.*}}, %{{.*}}, %[[CSZ:.*]]:2, %[[CST:.*]]:2 = memref.extract_strided_metadata %arg2
+// CHECK: call @moe_cpu_contract_f32(
+// CHECK-SAME: %[[ASZ]]#2, %[[BSZ]]#2, %[[ASZ]]#1, %[[ASZ]]#0, %[[C1]], %[[C1]],
+// CHECK-SAME: %[[AST]]#2, %[[AST]]#1, %[[AST]]#0, %[[C0]], %[[C0]],
+// CHECK-SAME: %[[BST]]#1, %[[BST]]#2, %[[BST]]#0, %[[C0]], %[[C0]],
+// CHECK-SAME: %[[CST]]#0, %[[CST]]#1, %[[C0]], %[[C0]])
+func.func @weight_gradient(%x: memref<?x?x256xf32>, %dy: memref<?x?x64xf32>,
+                           %dw: memref<256x64xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(i, o, b, t) -> (b, t, i)>,
+                                   affine_map<(i, o, b, t) -> (b, t, o)>,
+                                   affine_map<(i, o, b, t) -> (i, o)>],
+                  iterator_types = ["parallel", "parallel", "reduction", "reduction"]}
+      ins(%x, %dy : memref<?x?x256xf32>, memref<?x?x64xf32>)
+      outs(%dw : memref<256x64xf32>) {
   ^bb0(%u: f32, %v: f32, %acc: f32):
     %p = arith.mulf %u, %v : f32
     %r = arith.addf %acc, %p : f32
@@ -159,8 +191,8 @@ func.func @small(%a: memref<16x8xf32>, %b: memref<8x16xf32>, %c: memref<16x16xf3
 
 // -----
 
-// Left alone: f64, a body that is not C += A * B, two reductions, three
-// outer loops, and tensors.
+// Left alone: f64, a body that is not C += A * B, more than two
+// reductions, more than two outer loops, and tensors.
 // CHECK-LABEL: func.func @not_contractions
 // CHECK-COUNT-5: linalg.generic
 // CHECK-NOT: call
@@ -191,11 +223,12 @@ func.func @not_contractions(%a64: memref<?x?xf64>, %b64: memref<?x?xf64>, %c64: 
     %r = arith.subf %acc, %p : f32
     linalg.yield %r : f32
   }
-  linalg.generic {indexing_maps = [affine_map<(m, k) -> (m, k)>,
-                                   affine_map<(m, k) -> (m, k)>,
-                                   affine_map<(m, k) -> ()>],
-                  iterator_types = ["reduction", "reduction"]}
-      ins(%a, %b : memref<?x?xf32>, memref<?x?xf32>) outs(%s : memref<f32>) {
+  linalg.generic {indexing_maps = [affine_map<(i, j, k, l, m) -> (i, j, k, l, m)>,
+                                   affine_map<(i, j, k, l, m) -> (i, j, k, l, m)>,
+                                   affine_map<(i, j, k, l, m) -> ()>],
+                  iterator_types = ["reduction", "reduction", "reduction",
+                                    "reduction", "reduction"]}
+      ins(%a5, %b5 : memref<?x?x?x?x?xf32>, memref<?x?x?x?x?xf32>) outs(%s : memref<f32>) {
   ^bb0(%u: f32, %v: f32, %acc: f32):
     %p = arith.mulf %u, %v : f32
     %r = arith.addf %acc, %p : f32

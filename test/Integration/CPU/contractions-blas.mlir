@@ -3,7 +3,9 @@
 // apart: a projection of [B, T, K] tokens (the batch loop folded into M),
 // batched Q K^T (B transposed), an output written transposed (column-major
 // C slices), a strided slice with no unit stride (the runtime's loop nest),
-// and a matrix-vector product. The reference, @reference, computes each
+// a matrix-vector product, and the Gram matrix of the first 20 positions
+// of X over batch and positions (two reductions, which do not fold into one
+// since the slice skips positions). The reference, @reference, computes each
 // with generics that widen to f64 and accumulate there, which stay loops;
 // the bound is 1e-5 relative to the largest magnitude (moe-npy compare).
 
@@ -19,6 +21,7 @@
 // RUN: moe-npy compare %t/out/result2.npy %t/ref/result2.npy --rtol=1e-5 | FileCheck %s
 // RUN: moe-npy compare %t/out/result3.npy %t/ref/result3.npy --rtol=1e-5 | FileCheck %s
 // RUN: moe-npy compare %t/out/result4.npy %t/ref/result4.npy --rtol=1e-5 | FileCheck %s
+// RUN: moe-npy compare %t/out/result5.npy %t/ref/result5.npy --rtol=1e-5 | FileCheck %s
 // RUN: moe-npy print %t/out/result1.npy | FileCheck %s --check-prefix=SHAPE
 
 // The calls are there (and no contraction generic is left).
@@ -28,7 +31,7 @@
 // CHECK: max relative error
 // SHAPE: shape [4, 29, 29] dtype f32
 // CALLS-LABEL: func.func @contractions
-// CALLS-COUNT-5: call @moe_cpu_contract_f32
+// CALLS-COUNT-6: call @moe_cpu_contract_f32
 // CALLS-NOT: call @moe_cpu_contract_f32
 // CALLS-LABEL: func.func @reference
 // CALLS-NOT: call @moe_cpu_contract_f32
@@ -47,13 +50,16 @@
 #vk = affine_map<(m, k) -> (k)>
 #vm = affine_map<(m, k) -> (m)>
 #id2 = affine_map<(i, j) -> (i, j)>
+#g_a = affine_map<(i, j, b, t) -> (b, t, i)>
+#g_b = affine_map<(i, j, b, t) -> (b, t, j)>
+#g_c = affine_map<(i, j, b, t) -> (i, j)>
 #id3 = affine_map<(i, j, k) -> (i, j, k)>
 #id1 = affine_map<(i) -> (i)>
 
 func.func @contractions(%x: tensor<?x?x64xf32>, %w: tensor<64x48xf32>,
                         %q: tensor<4x?x32xf32>, %k: tensor<4x?x32xf32>)
     -> (tensor<?x?x48xf32>, tensor<4x?x?xf32>, tensor<?x48x?xf32>,
-        tensor<32x24xf32>, tensor<?xf32>) {
+        tensor<32x24xf32>, tensor<?xf32>, tensor<64x64xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %zero = arith.constant 0.0 : f32
@@ -125,9 +131,21 @@ func.func @contractions(%x: tensor<?x?x64xf32>, %w: tensor<64x48xf32>,
     %a = arith.addf %acc, %p : f32
     linalg.yield %a : f32
   } -> tensor<?xf32>
-  return %r0, %r1, %r2, %r3, %r4
+  // Gram matrix of X[:, 0:20, :] over (b, t).
+  %x5 = tensor.extract_slice %x[0, 0, 0] [%b, 20, 64] [1, 1, 1] : tensor<?x?x64xf32> to tensor<?x20x64xf32>
+  %e5 = tensor.empty() : tensor<64x64xf32>
+  %z5 = linalg.fill ins(%zero : f32) outs(%e5 : tensor<64x64xf32>) -> tensor<64x64xf32>
+  %r5 = linalg.generic {indexing_maps = [#g_a, #g_b, #g_c],
+                        iterator_types = ["parallel", "parallel", "reduction", "reduction"]}
+      ins(%x5, %x5 : tensor<?x20x64xf32>, tensor<?x20x64xf32>) outs(%z5 : tensor<64x64xf32>) {
+  ^bb0(%u: f32, %v: f32, %acc: f32):
+    %p = arith.mulf %u, %v : f32
+    %a = arith.addf %acc, %p : f32
+    linalg.yield %a : f32
+  } -> tensor<64x64xf32>
+  return %r0, %r1, %r2, %r3, %r4, %r5
       : tensor<?x?x48xf32>, tensor<4x?x?xf32>, tensor<?x48x?xf32>,
-        tensor<32x24xf32>, tensor<?xf32>
+        tensor<32x24xf32>, tensor<?xf32>, tensor<64x64xf32>
 }
 
 // Each product accumulated in f64 by generics that are not `C += A * B` in
@@ -135,7 +153,7 @@ func.func @contractions(%x: tensor<?x?x64xf32>, %w: tensor<64x48xf32>,
 func.func @reference(%x: tensor<?x?x64xf32>, %w: tensor<64x48xf32>,
                      %q: tensor<4x?x32xf32>, %k: tensor<4x?x32xf32>)
     -> (tensor<?x?x48xf32>, tensor<4x?x?xf32>, tensor<?x48x?xf32>,
-        tensor<32x24xf32>, tensor<?xf32>) {
+        tensor<32x24xf32>, tensor<?xf32>, tensor<64x64xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %zero = arith.constant 0.0 : f64
@@ -245,7 +263,27 @@ func.func @reference(%x: tensor<?x?x64xf32>, %w: tensor<64x48xf32>,
     %r = arith.truncf %in : f64 to f32
     linalg.yield %r : f32
   } -> tensor<?xf32>
-  return %f0, %f1, %f2, %f3, %f4
+  %x5 = tensor.extract_slice %x[0, 0, 0] [%b, 20, 64] [1, 1, 1] : tensor<?x?x64xf32> to tensor<?x20x64xf32>
+  %d5 = tensor.empty() : tensor<64x64xf64>
+  %y5 = linalg.fill ins(%zero : f64) outs(%d5 : tensor<64x64xf64>) -> tensor<64x64xf64>
+  %g5 = linalg.generic {indexing_maps = [#g_a, #g_b, #g_c],
+                        iterator_types = ["parallel", "parallel", "reduction", "reduction"]}
+      ins(%x5, %x5 : tensor<?x20x64xf32>, tensor<?x20x64xf32>) outs(%y5 : tensor<64x64xf64>) {
+  ^bb0(%u: f32, %v: f32, %acc: f64):
+    %uw = arith.extf %u : f32 to f64
+    %vw = arith.extf %v : f32 to f64
+    %p = arith.mulf %uw, %vw : f64
+    %a = arith.addf %acc, %p : f64
+    linalg.yield %a : f64
+  } -> tensor<64x64xf64>
+  %o5 = tensor.empty() : tensor<64x64xf32>
+  %f5 = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%g5 : tensor<64x64xf64>) outs(%o5 : tensor<64x64xf32>) {
+  ^bb0(%in: f64, %out: f32):
+    %r = arith.truncf %in : f64 to f32
+    linalg.yield %r : f32
+  } -> tensor<64x64xf32>
+  return %f0, %f1, %f2, %f3, %f4, %f5
       : tensor<?x?x48xf32>, tensor<4x?x?xf32>, tensor<?x48x?xf32>,
-        tensor<32x24xf32>, tensor<?xf32>
+        tensor<32x24xf32>, tensor<?xf32>, tensor<64x64xf32>
 }
