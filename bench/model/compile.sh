@@ -26,19 +26,19 @@ scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 
 echo "compiling $model for cuda"
-"$build/bin/moe-compile" "$model" --target=cuda -o "$out/model-cuda" \
+"$build/bin/moe-compile" "$model" --forward-only --target=cuda -o "$out/model-cuda" \
   --remarks 2> "$out/remarks.txt"
 # The same with the kernels assembled here by ptxas (cubin): no JIT at start.
-"$build/bin/moe-compile" "$model" --target=cuda --gpu-format=bin \
+"$build/bin/moe-compile" "$model" --forward-only --target=cuda --gpu-format=bin \
   -o "$out/model-cuda-cubin"
 # The same with the structured ops outside the tiled kernels (projections,
 # norms, ...) as GPU kernels too, instead of host loops.
-"$build/bin/moe-compile" "$model" --target=cuda --gpu-host-kernels \
+"$build/bin/moe-compile" "$model" --forward-only --target=cuda --gpu-host-kernels \
   -o "$out/model-cuda-hk"
 grep -o 'kda GPU kernels[^(]*\|mla_attention GPU kernel[^(]*' "$out/remarks.txt" |
   sort | uniq -c || true
 echo "compiling $model for cpu"
-"$build/bin/moe-compile" "$model" -o "$scratch/model-cpu"
+"$build/bin/moe-compile" "$model" --forward-only -o "$scratch/model-cpu"
 
 # Only the CUDA driver may be needed at run time.
 if ldd "$out"/model-cuda* | grep -E 'mlir|LLVM|moert'; then

@@ -55,6 +55,9 @@ void mlir::moe::addMoEToUpstreamPasses(
     kernelGenerators(pm);
   // Routing, dispatch, grouped experts and combine -> fused tile IR.
   pm.addPass(createMoEFuseRouting());
+  // Their gradient ops (route, dispatch, grouped experts, dense FFN,
+  // combine), reading the forward's values -> gathers and grouped GEMMs.
+  pm.addPass(createMoELowerRoutingGrad());
   pm.addPass(createMoETileLinearAttention());
   // MLA attention -> the causal online-softmax forward on tiles.
   pm.addPass(createMoETileAttention());
@@ -84,8 +87,14 @@ void mlir::moe::addBufferizationPasses(OpPassManager &pm) {
 
 void mlir::moe::buildLowerToCPUPipeline(OpPassManager &pm,
                                         const LowerToCPUOptions &options) {
-  // 1. moe -> upstream tensor IR.
-  addMoEToUpstreamPasses(pm);
+  // 1. moe -> upstream tensor IR; with `profile`, the primitive and gradient
+  // ops left after the decomposition are bracketed by timer calls.
+  if (options.profile)
+    addMoEToUpstreamPasses(pm, [](OpPassManager &nested) {
+      nested.addPass(createMoEProfileOps());
+    });
+  else
+    addMoEToUpstreamPasses(pm);
 
   // 2. C wrappers. Done before any pass adds library declarations (math to
   // libm), which must keep their plain C signature.
@@ -97,6 +106,10 @@ void mlir::moe::buildLowerToCPUPipeline(OpPassManager &pm,
   // allocation owned by the caller (the deallocation pipeline clones a
   // returned argument or global).
   addBufferizationPasses(pm);
+  // Contractions on buffers (their strides are known there) become calls
+  // of the CPU runtime, which runs them with OpenBLAS.
+  if (options.blas)
+    pm.addPass(createMoEContractionsToBLAS());
 
   // 4. Structured ops to loops.
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());

@@ -12,8 +12,8 @@
 
 // Both compile to host objects with moe-compile (kimi-tiny's executable is
 // run by test/moe-compile/kimi-tiny.test).
-// RUN: moe-compile %moe_src_root/examples/models/kimi-tiny.mlir --emit=obj --opt-level=0 -o %t.tiny.o
-// RUN: moe-compile %moe_src_root/examples/models/kimi-linear-48b.mlir --emit=obj --opt-level=0 -o %t.48b.o
+// RUN: moe-compile %moe_src_root/examples/models/kimi-tiny.mlir --forward-only --emit=obj --opt-level=0 -o %t.tiny.o
+// RUN: moe-compile %moe_src_root/examples/models/kimi-linear-48b.mlir --forward-only --emit=obj --opt-level=0 -o %t.48b.o
 
 // RUN: moe-opt %moe_src_root/examples/models/kimi-linear-48b.mlir | moe-opt -o /dev/null
 // RUN: moe-opt %moe_src_root/examples/models/kimi-linear-48b.mlir \

@@ -51,4 +51,43 @@ def TestMoEDecayBounds : Pass<"test-moe-decay-bounds"> {
   ];
 }
 
+def TestMoEAdjoints : Pass<"test-moe-adjoints", "::mlir::ModuleOp"> {
+  let summary = "Build the adjoints of marked ops and return them";
+  let description = [{
+    Drives `DifferentiableOpInterface::buildAdjoints` from lit tests. In
+    every `func.func` (one block, ending in `func.return`), each op that
+    carries `test.adjoints`, an `array<i64>` with one entry per result, gets
+    its adjoints built right after it: entry `k >= 0` makes argument `#k` of
+    the function that result's adjoint, `-1` passes a null (zero) adjoint.
+    Every non-null operand adjoint is appended, in operand order, to the
+    values the function returns (its type is updated), so that the
+    gradients can be printed, lowered and run. The pass checks the
+    interface's contract: one adjoint per operand, each of its operand's
+    type. A marked op without the interface, a malformed attribute, an
+    argument whose type is not the result's, or a failing `buildAdjoints` is
+    an error.
+  }];
+  let dependentDialects = ["::mlir::moe::MoEDialect"];
+}
+
+def TestMoEReverseMode
+    : Pass<"test-moe-reverse-mode", "::mlir::ModuleOp"> {
+  let summary = "Differentiate marked functions with the reverse mode of "
+                "-moe-build-training-step";
+  let description = [{
+    For every `func.func @f` carrying the unit attribute `test.reverse_mode`,
+    builds `@f_grad` with the arguments of `@f`, returning `@f`'s result and
+    then, for each float tensor argument in order, the gradient of the sum
+    of the result's elements with respect to it (zeros where none flows),
+    through `buildReverseMode` (moe/Dialect/MoE/Transforms/ReverseMode.h).
+    `@f` must have one block and one float tensor result. Errors of the
+    reverse mode (ops it cannot differentiate) fail the pass.
+  }];
+  let dependentDialects = [
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::tensor::TensorDialect",
+    "::mlir::arith::ArithDialect"
+  ];
+}
+
 #endif // MOE_TEST_LIB_PASSES_TD

@@ -3,14 +3,17 @@
 // Part of the moe-mlir project.
 //
 // moe-compile parses a model description (one `moe.model`), writes its
-// parameter manifest, lowers it with `moe-lower-to-cpu` (or, for
-// --target=cuda, `moe-lower-to-nvvm`: host code plus sm_90 PTX kernels
-// embedded in it) into the LLVM dialect, translates that to LLVM IR,
-// optimises and compiles it for the host with LLVM's TargetMachine, and
-// links the object with the driver (driver/ModelMain.cpp) into a native
-// executable that initialises the weights, reads tokens, runs the forward
-// pass and prints the loss. The CUDA executable carries moert's mgpu*
-// adapter and needs only the CUDA driver (libcuda.so.1) at run time.
+// parameter manifest, builds the training step (`-moe-build-training-step`,
+// docs/Training.md) unless --forward-only, lowers everything with
+// `moe-lower-to-cpu` (or, for --target=cuda, `moe-lower-to-nvvm`: host code
+// plus sm_90 PTX kernels embedded in it) into the LLVM dialect, translates
+// that to LLVM IR, optimises and compiles it for the host with LLVM's
+// TargetMachine, and links the object with the driver (driver/) into a
+// native executable. By default that executable trains the model on a byte
+// corpus (driver/Train.cpp); with --forward-only it initialises the weights,
+// reads tokens, runs the forward pass and prints the loss. The CUDA
+// executable carries moert's mgpu* adapter and needs only the CUDA driver
+// (libcuda.so.1) at run time.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,6 +33,7 @@
 #include "mlir/InitAllExtensions.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Support/Timing.h"
 #include "mlir/Target/LLVM/NVVM/Target.h"
@@ -102,6 +106,11 @@ static cl::opt<std::string>
               cl::desc("The moe.model to compile when the input has several "
                        "(its symbol name, without '@')"),
               cl::value_desc("name"), cl::cat(compileCategory));
+static cl::opt<bool> forwardOnly(
+    "forward-only",
+    cl::desc("Build the loss-only program (one forward pass, 'loss <value>') "
+             "instead of the training program"),
+    cl::init(false), cl::cat(compileCategory));
 static cl::opt<unsigned> optLevel("opt-level",
                                   cl::desc("LLVM optimisation level (0-3)"),
                                   cl::init(2), cl::cat(compileCategory));
@@ -134,6 +143,16 @@ static cl::opt<bool> gpuHostKernels(
              "kernels (projections, norms, ...) as GPU kernels too, one "
              "thread per output element (default: host loops)"),
     cl::init(false), cl::cat(compileCategory));
+static cl::opt<bool> cpuBlas(
+    "blas",
+    cl::desc("--target=cpu: run fp32 contractions with OpenBLAS through the "
+             "CPU runtime (default on; --blas=false keeps them as loops)"),
+    cl::init(true), cl::cat(compileCategory));
+static cl::opt<bool> cpuProfile(
+    "profile",
+    cl::desc("--target=cpu: time every moe op (forward and gradient ops, by "
+             "op kind); the executable prints the table to stderr at exit"),
+    cl::init(false), cl::cat(compileCategory));
 static cl::opt<std::string> gpuFormat(
     "gpu-format",
     cl::desc("Kernel format of --target=cuda: isa (PTX, compiled by the "
@@ -144,6 +163,11 @@ static cl::opt<std::string> gpuFormat(
 
 /// The name of the compiled forward function, which the driver calls.
 static constexpr llvm::StringLiteral kEntryName = "moe_model_forward";
+/// The name of the compiled train step (docs/Training.md), which the
+/// training driver calls.
+static constexpr llvm::StringLiteral kTrainStepName = "moe_model_train_step";
+/// The pass that builds @<model>_grad and @<model>_train_step.
+static constexpr llvm::StringLiteral kTrainingPass = "moe-build-training-step";
 /// The name of the manifest global, which the driver reads.
 static constexpr llvm::StringLiteral kManifestName = "moe_model_manifest";
 
@@ -267,17 +291,159 @@ static void addManifestGlobal(ModuleOp module, llvm::StringRef manifest) {
                          b.getStringAttr(bytes));
 }
 
-/// Lowers the module in place: the model to a function named kEntryName,
-/// then moe-lower-to-cpu or moe-lower-to-nvvm.
-static LogicalResult lowerToLLVMDialect(ModuleOp module, moe::ModelOp model) {
-  IRRewriter rewriter(module.getContext());
-  func::FuncOp func = moe::convertModelToFunc(model, rewriter);
-  if (SymbolTable::lookupSymbolIn(module, kEntryName))
-    return emitError(module.getLoc())
-           << "the input already defines the symbol @" << kEntryName
-           << ", which moe-compile reserves for the model";
-  SymbolTable::setSymbolName(func, kEntryName);
+/// Fails if the input defines a symbol that moe-compile reserves.
+static LogicalResult checkReservedSymbols(ModuleOp module) {
+  for (llvm::StringRef name : {kEntryName, kTrainStepName})
+    if (SymbolTable::lookupSymbolIn(module, name))
+      return emitError(module.getLoc())
+             << "the input already defines the symbol @" << name
+             << ", which moe-compile reserves for the model";
+  return success();
+}
 
+/// Checks that `step` has the ABI of docs/Training.md that the driver
+/// calls: (params, m, v, tokens, labels, hyper<8>) -> (loss, params, m, v,
+/// metrics<M>), with P = `scalars`. Returns M.
+static FailureOr<int64_t> checkTrainStepABI(func::FuncOp step,
+                                            int64_t scalars) {
+  FunctionType type = step.getFunctionType();
+  auto vector = [](Type t, int64_t size) {
+    auto tensor = dyn_cast<RankedTensorType>(t);
+    return tensor && tensor.getRank() == 1 && tensor.getElementType().isF32() &&
+           (size < 0 ? !tensor.isDynamicDim(0) : tensor.getDimSize(0) == size);
+  };
+  auto tokens = [](Type t) {
+    auto tensor = dyn_cast<RankedTensorType>(t);
+    return tensor && tensor.getRank() == 2 &&
+           tensor.getElementType().isSignlessInteger(32);
+  };
+  auto scalar = [](Type t) {
+    auto tensor = dyn_cast<RankedTensorType>(t);
+    return tensor && tensor.getRank() == 0 && tensor.getElementType().isF32();
+  };
+  bool ok = type.getNumInputs() == 6 && type.getNumResults() == 5 &&
+            vector(type.getInput(0), scalars) &&
+            vector(type.getInput(1), scalars) &&
+            vector(type.getInput(2), scalars) && tokens(type.getInput(3)) &&
+            tokens(type.getInput(4)) && vector(type.getInput(5), 8) &&
+            scalar(type.getResult(0)) && vector(type.getResult(1), scalars) &&
+            vector(type.getResult(2), scalars) &&
+            vector(type.getResult(3), scalars) && vector(type.getResult(4), -1);
+  if (!ok)
+    return step.emitOpError("does not have the train step signature of "
+                            "docs/Training.md that moe-compile's driver "
+                            "calls: (tensor<")
+           << scalars << "xf32> x3, tensor<?x?xi32> x2, tensor<8xf32>) -> "
+           << "(tensor<f32>, tensor<" << scalars
+           << "xf32> x3, tensor<Mxf32>); got " << type;
+  return cast<RankedTensorType>(type.getResult(4)).getDimSize(0);
+}
+
+/// The manifest lines of the train step's metrics: `metrics <M>`, then
+/// `metric <offset> <count> <name>` for each run of equal names of its
+/// `moe.metric_names` (one name per entry of the metrics vector).
+static FailureOr<std::string> buildMetricManifest(func::FuncOp step,
+                                                  int64_t numMetrics) {
+  auto names = step->getAttrOfType<ArrayAttr>("moe.metric_names");
+  if (!names)
+    return step.emitOpError("has no 'moe.metric_names' array, which names "
+                            "the entries of its metrics result");
+  if (static_cast<int64_t>(names.size()) != numMetrics)
+    return step.emitOpError("names ")
+           << names.size() << " metrics in 'moe.metric_names', but returns "
+           << numMetrics;
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "metrics " << numMetrics << "\n";
+  for (int64_t i = 0; i < numMetrics;) {
+    auto name = dyn_cast<StringAttr>(names[i]);
+    if (!name || name.getValue().empty() || name.getValue().contains('\n') ||
+        name.getValue().contains('\0'))
+      return step.emitOpError("expects 'moe.metric_names' to hold non-empty "
+                              "one-line strings; entry ")
+             << i << " is " << names[i];
+    int64_t end = i + 1;
+    while (end < numMetrics && names[end] == names[i])
+      ++end;
+    os << "metric " << i << " " << end - i << " " << name.getValue() << "\n";
+    i = end;
+  }
+  return text;
+}
+
+/// Builds the functions the driver calls: the training step and the
+/// forward loss by -moe-build-training-step (the forward alone with
+/// --forward-only), renamed kTrainStepName and kEntryName. Appends the
+/// train step's lines to `manifest`.
+static LogicalResult buildProgram(ModuleOp module, moe::ModelOp model,
+                                  std::string &manifest) {
+  if (failed(checkReservedSymbols(module)))
+    return failure();
+  std::string name = model.getSymName().str();
+  int64_t scalars = moe::getNumParamScalars(model);
+  IRRewriter rewriter(module.getContext());
+  if (forwardOnly) {
+    func::FuncOp func = moe::convertModelToFunc(model, rewriter);
+    SymbolTable::setSymbolName(func, kEntryName);
+    manifest += "program forward\n";
+    return success();
+  }
+
+  const PassInfo *pass = PassInfo::lookup(kTrainingPass);
+  if (!pass)
+    return toolError("this moe-compile has no -" + kTrainingPass +
+                     " pass, so it cannot build a training program; pass "
+                     "--forward-only for the loss-only program");
+  PassManager pm(module.getContext());
+  if (failed(applyPassManagerCLOptions(pm)))
+    return failure();
+  applyDefaultTimingPassManagerCLOptions(pm);
+  if (failed(pass->addToPipeline(pm, "", [](const llvm::Twine &message) {
+        return toolError(message);
+      })))
+    return failure();
+  if (failed(pm.run(module)))
+    return failure();
+
+  auto train = dyn_cast_or_null<func::FuncOp>(
+      SymbolTable::lookupSymbolIn(module, name + "_train_step"));
+  if (!train)
+    return emitError(module.getLoc())
+           << "-" << kTrainingPass << " built no @" << name << "_train_step";
+  // The forward loss: built by the pass, or still the model.
+  Operation *named = SymbolTable::lookupSymbolIn(module, name);
+  auto forward = dyn_cast_or_null<func::FuncOp>(named);
+  if (!forward) {
+    auto rest = dyn_cast_or_null<moe::ModelOp>(named);
+    if (!rest)
+      return emitError(module.getLoc())
+             << "-" << kTrainingPass << " left neither a model nor a "
+             << "function @" << name << " (the forward loss)";
+    forward = moe::convertModelToFunc(rest, rewriter);
+  }
+  FailureOr<int64_t> numMetrics = checkTrainStepABI(train, scalars);
+  if (failed(numMetrics))
+    return failure();
+  FailureOr<std::string> metrics = buildMetricManifest(train, *numMetrics);
+  if (failed(metrics))
+    return failure();
+  SymbolTable symbols(module);
+  if (failed(symbols.rename(forward, kEntryName)) ||
+      failed(symbols.rename(train, kTrainStepName)))
+    return failure();
+  // The driver calls neither @<model>_grad nor anything else that is not
+  // used by these two.
+  for (func::FuncOp func :
+       llvm::make_early_inc_range(module.getOps<func::FuncOp>()))
+    if (func != forward && func != train && func.isPublic() &&
+        SymbolTable::symbolKnownUseEmpty(func, module))
+      func.erase();
+  manifest += "program train\n" + *metrics;
+  return success();
+}
+
+/// Lowers the module in place with moe-lower-to-cpu or moe-lower-to-nvvm.
+static LogicalResult lowerToLLVMDialect(ModuleOp module) {
   PassManager pm(module.getContext());
   if (failed(applyPassManagerCLOptions(pm)))
     return failure();
@@ -289,6 +455,8 @@ static LogicalResult lowerToLLVMDialect(ModuleOp module, moe::ModelOp model) {
     moe::buildLowerToNVVMPipeline(pm, options);
   } else {
     moe::LowerToCPUOptions options;
+    options.blas = cpuBlas;
+    options.profile = cpuProfile;
     moe::buildLowerToCPUPipeline(pm, options);
   }
   return pm.run(module);
@@ -367,6 +535,20 @@ static std::string findDriverLibrary(const char *argv0) {
   return cuda ? kCudaDriverMain : MOE_MODEL_MAIN_LIB;
 }
 
+/// The CPU runtime library (moe_cpu_contract_f32, ...): libMoECpuRuntime.a
+/// in the lib/ folder next to moe-compile's bin/ folder, else where the
+/// build put it.
+static std::string findCpuRuntimeLibrary(const char *argv0) {
+  std::string self =
+      llvm::sys::fs::getMainExecutable(argv0, (void *)&findCpuRuntimeLibrary);
+  llvm::SmallString<256> path(
+      llvm::sys::path::parent_path(llvm::sys::path::parent_path(self)));
+  llvm::sys::path::append(path, "lib", "libMoECpuRuntime.a");
+  if (llvm::sys::fs::exists(path))
+    return std::string(path);
+  return MOE_CPU_RUNTIME_LIB;
+}
+
 /// Links `object` with the driver into the executable `output`.
 static LogicalResult linkExecutable(llvm::StringRef object,
                                     llvm::StringRef output, const char *argv0) {
@@ -394,6 +576,12 @@ static LogicalResult linkExecutable(llvm::StringRef object,
                        "the toolkit's lib64/stubs/libcuda.so)");
     args.append({cudaLib, "-lm"});
   } else {
+    // The CPU runtime runs contractions with OpenBLAS.
+    std::string runtime = findCpuRuntimeLibrary(argv0);
+    if (!llvm::sys::fs::exists(runtime))
+      return toolError("cannot find the CPU runtime library '" + runtime +
+                       "' (build the MoECpuRuntime target)");
+    args.append({runtime, "-lopenblas"});
     // memref.copy of strided buffers calls memrefCopy from MLIR's C runner
     // utils; the rpath lets the executable run from anywhere.
     std::string libDir = MOE_LLVM_LIBRARY_DIR;
@@ -478,8 +666,13 @@ static LogicalResult compile(int argc, char **argv) {
   FailureOr<moe::ModelOp> model = selectModel(*module);
   if (failed(model) || failed(checkDriverABI(*model)))
     return failure();
+  if (target == Target::CUDA && !forwardOnly)
+    return toolError("--target=cuda cannot build a training program yet "
+                     "(the GPU back end has no gradient kernels); pass "
+                     "--forward-only for the loss-only program");
   FailureOr<std::string> manifest = buildManifest(*model);
-  if (failed(manifest) || failed(lowerToLLVMDialect(*module, *model)))
+  if (failed(manifest) || failed(buildProgram(*module, *model, *manifest)) ||
+      failed(lowerToLLVMDialect(*module)))
     return failure();
   addManifestGlobal(*module, *manifest);
 
@@ -537,6 +730,8 @@ int main(int argc, char **argv) {
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
   registerDefaultTimingManagerCLOptions();
+  // -moe-build-training-step is found by name in the registry.
+  moe::registerAllPasses();
   const cl::OptionCategory *shown[] = {&compileCategory,
                                        &llvm::getColorCategory()};
   cl::HideUnrelatedOptions(shown);
@@ -544,13 +739,18 @@ int main(int argc, char **argv) {
       argc, argv,
       "moe-compile: compile a moe-mlir model description into a native "
       "executable\n\n"
-      "  moe-compile MODEL.mlir -o OUT [--target=cpu|cuda]\n\n"
+      "  moe-compile MODEL.mlir -o OUT [--forward-only] [--target=cpu|cuda]\n\n"
       "The input holds one moe.model (or several and --model=NAME). OUT\n"
-      "initialises the weights from a seed, reads token ids (a binary file\n"
-      "of uint32, or embedded sample text), runs the forward pass and prints\n"
-      "'loss <value>'; run OUT --help for its options. A cuda OUT runs\n"
-      "its kernels on GPU 0 and needs the CUDA driver only. MLIR's usual\n"
-      "options (--mlir-print-ir-after-all, --mlir-timing, ...) work too;\n"
-      "--help-hidden lists them.\n");
+      "trains the model: it initialises the weights from a seed and runs\n"
+      "AdamW steps on byte windows of a corpus (the embedded Debian fortune\n"
+      "databases, or --data=FILE), printing the loss, learning rate,\n"
+      "gradient norm, MoE balance and tokens/s of each step. With\n"
+      "--forward-only, OUT reads token ids (a binary file of uint32, or\n"
+      "embedded sample text), runs the forward pass and prints\n"
+      "'loss <value>'. Run OUT --help for its options. --target=cuda builds\n"
+      "only the forward program for now (with --forward-only); a cuda OUT\n"
+      "runs its kernels on GPU 0 and needs the CUDA driver only. MLIR's\n"
+      "usual options (--mlir-print-ir-after-all, --mlir-timing, ...) work\n"
+      "too; --help-hidden lists them.\n");
   return failed(compile(argc, argv)) ? 1 : 0;
 }

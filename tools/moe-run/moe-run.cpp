@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "moe/Dialect/MoE/Transforms/Passes.h"
 #include "moe/InitAll.h"
 #include "moe/Pipelines/Pipelines.h"
 #include "moe/Support/Npy.h"
@@ -85,6 +86,12 @@ static cl::list<std::string> sharedLibs(
     cl::desc("Extra shared libraries whose symbols the JIT-compiled code may "
              "use (libmlir_c_runner_utils is always loaded)"),
     cl::value_desc("lib.so"), cl::CommaSeparated, cl::cat(runCategory));
+static cl::opt<bool> buildTrainingStep(
+    "build-training-step",
+    cl::desc("Run -moe-build-training-step before anything else, so that "
+             "@<model>_grad and @<model>_train_step of each moe.model can "
+             "be called"),
+    cl::cat(runCategory));
 static cl::opt<bool>
     printLowered("print-lowered",
                  cl::desc("Print the module after moe-lower-to-cpu to stdout"),
@@ -109,6 +116,9 @@ stderr and exit status 1.
 the driver JIT) and runs the kernels through libmoert_mlir.so; it needs a
 CUDA driver and GPU, and CUDA_HOME (default /usr/local/cuda) for libdevice.
 Argument and result buffers then live in memory shared by host and device.
+
+--build-training-step first runs -moe-build-training-step, which turns each
+moe.model @M into @M, @M_grad and @M_train_step (docs/Training.md).
 )";
 
 //===----------------------------------------------------------------------===//
@@ -545,6 +555,11 @@ static llvm::Error invoke(ExecutionEngine &engine, llvm::StringRef name,
 #define MOE_MLIR_C_RUNNER_UTILS "/usr/lib/llvm-22/lib/libmlir_c_runner_utils.so"
 #endif
 
+/// Path of the CPU runtime (moe_cpu_contract_f32, ...; set by CMake).
+#ifndef MOE_CPU_RUNTIME_SO
+#define MOE_CPU_RUNTIME_SO ""
+#endif
+
 /// Path of moert's adapter for MLIR's mgpu* host ABI (set by CMake when the
 /// CUDA toolkit is present).
 #ifndef MOE_MOERT_MLIR_LIB
@@ -640,6 +655,12 @@ static llvm::Error run() {
       parseSourceFile<ModuleOp>(sourceMgr, ParserConfig(&context));
   if (!module)
     return makeError("cannot parse " + inputFilename);
+  if (buildTrainingStep) {
+    PassManager trainingPm(&context);
+    trainingPm.addPass(moe::createMoEBuildTrainingStep());
+    if (failed(trainingPm.run(*module)))
+      return makeError("-moe-build-training-step failed on " + inputFilename);
+  }
 
   // Check the signature, then the inputs against it.
   auto func = module->lookupSymbol<func::FuncOp>(name);
@@ -698,8 +719,16 @@ static llvm::Error run() {
   std::string cRunnerUtils = MOE_MLIR_C_RUNNER_UTILS;
   if (llvm::sys::fs::exists(cRunnerUtils))
     libPaths.push_back(cRunnerUtils);
-  if (cuda)
+  if (cuda) {
     libPaths.push_back(MOE_MOERT_MLIR_LIB);
+  } else {
+    // Contractions call the CPU runtime.
+    std::string cpuRuntime = MOE_CPU_RUNTIME_SO;
+    if (!llvm::sys::fs::exists(cpuRuntime))
+      return makeError("the CPU runtime library '" + cpuRuntime +
+                       "' does not exist (build the moe_cpu_runtime target)");
+    libPaths.push_back(cpuRuntime);
+  }
   for (const std::string &lib : sharedLibs) {
     if (!llvm::sys::fs::exists(lib))
       return makeError("--shared-libs: " + lib + " does not exist");

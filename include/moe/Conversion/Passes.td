@@ -34,7 +34,15 @@ def ConvertMoEToLinalg : Pass<"convert-moe-to-linalg"> {
       activation (SwiGLU or SiTU-GLU, sections 6 and 7.1) in fp32;
     * `moe.attn_res_mix`: per source the RMS-normalised score against the
       query, a softmax over the sources (shifted by their max) and the
-      weighted sum of the raw sources (sections 5.1 and 5.5).
+      weighted sum of the raw sources (sections 5.1 and 5.5);
+    * the gradient ops of `MoECommonGradOps.td` (`moe.decay_gate_grad`,
+      `moe.l2_norm_grad`, `moe.rms_norm_grad`, `moe.short_conv_grad`,
+      `moe.embedding_grad`, `moe.attn_res_mix_grad`): element-wise generics
+      for the input gradients, fp32 reductions over the tokens for the
+      weight gradients (sections 1.2, 2.1, 5.3, 7.2), and for the embedding
+      a `scf.for` over the tokens in order that adds each gradient row to
+      its id's row (a deterministic scatter-add; ids outside the table add
+      nothing).
 
     Reductions, norms, gates and the loss are computed in fp32 and the result
     is converted back to the op's element type. Batch and sequence
@@ -46,6 +54,7 @@ def ConvertMoEToLinalg : Pass<"convert-moe-to-linalg"> {
     "::mlir::arith::ArithDialect",
     "::mlir::linalg::LinalgDialect",
     "::mlir::math::MathDialect",
+    "::mlir::scf::SCFDialect",
     "::mlir::tensor::TensorDialect"
   ];
 }
@@ -104,6 +113,44 @@ def MoELowerDynamicExpandShape : Pass<"moe-lower-dynamic-expand-shape"> {
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
+    "::mlir::memref::MemRefDialect"
+  ];
+}
+
+def MoEContractionsToBLAS : Pass<"moe-contractions-to-blas", "::mlir::ModuleOp"> {
+  let summary = "Replace fp32 contraction linalg ops on buffers by calls to "
+                "the CPU runtime's BLAS-backed moe_cpu_contract_f32";
+  let description = [{
+    A linalg op on memrefs with two fp32 inputs A, B and one fp32 output C,
+    projected-permutation indexing maps and the body
+    `C += A * B` (`arith.mulf` of the two inputs, `arith.addf` with the
+    output, in either operand order) is a contraction: its loop dimensions
+    are K (reductions, in A and B), M (in A and C only), N (in B and C
+    only) and batch (in all three). One K dimension and at most two outer
+    dimensions besides one M and one N (batch dimensions, further M or N
+    dimensions, or output-only ones) are handled; the op becomes a call to
+
+      func.func private @moe_cpu_contract_f32(index x 23)
+
+    with each operand's aligned pointer, offset, and element stride along
+    M, N, K and the outer dimensions (0 where the operand lacks one), and the
+    loop sizes. The runtime (lib/CpuRuntime) folds outer dimensions that
+    continue M or N contiguously into it and calls OpenBLAS's cblas_sgemm on
+    each slice whose matrices have a unit stride, a loop nest otherwise.
+
+    The call accumulates into C (beta = 1), as the op does; BLAS sums the K
+    products in its own order, so results differ from the loop nest's in
+    the last bits. Ops whose static trip count is below `min-macs`
+    multiply-adds are left alone, as is anything else.
+  }];
+  let options = [
+    Option<"minMacs", "min-macs", "int64_t", /*default=*/"4096",
+           "Leave contractions with fewer static multiply-adds than this "
+           "as loops (dynamic sizes always qualify)">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::func::FuncDialect",
     "::mlir::memref::MemRefDialect"
   ];
 }

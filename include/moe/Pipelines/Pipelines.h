@@ -27,6 +27,19 @@ struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
                      "host program (moe-run) can call it with memref "
                      "descriptors through `_mlir_ciface_<name>`"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> blas{
+      *this, "blas",
+      llvm::cl::desc("Run fp32 contractions through the CPU runtime's "
+                     "moe_cpu_contract_f32 (OpenBLAS) instead of loops "
+                     "(-moe-contractions-to-blas); the program must then be "
+                     "linked with, or the JIT load, the CPU runtime"),
+      llvm::cl::init(true)};
+  PassOptions::Option<bool> profile{
+      *this, "profile",
+      llvm::cl::desc("Time every moe op with the CPU runtime's timer "
+                     "(-moe-profile-ops after -moe-decompose); the program "
+                     "prints the time per op kind when it exits"),
+      llvm::cl::init(false)};
 };
 
 /// Options of the moe-lower-to-nvvm pipeline.
@@ -125,7 +138,8 @@ void buildLowerToNVVMPipeline(OpPassManager &pm,
 ///  3. one-shot bufferization across function boundaries, with identity
 ///     layouts on function arguments and results, then the ownership-based
 ///     buffer deallocation pipeline (returned buffers are owned by the caller,
-///     which frees them with `free`);
+///     which frees them with `free`), then (blas) fp32 contractions to calls
+///     of the CPU runtime (-moe-contractions-to-blas);
 ///  4. linalg to loops, scf.forall to scf.for, vector to scf;
 ///  5. expand-strided-metadata, lower-affine, scf to cf;
 ///  6. conversion to LLVM: math (LLVM intrinsics, then libm calls for the

@@ -11,11 +11,14 @@
 
 #include "moe/Conversion/MoEToLinalg/MoEToLinalg.h"
 
+#include "moe/Conversion/MoEToLinalg/CommonGradToLinalg.h"
+
 #include "moe/Conversion/Passes.h"
 #include "moe/Dialect/MoE/IR/MoE.h"
 #include "moe/Dialect/MoE/Utils/TensorBuilder.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/Transforms/DialectConversion.h"
@@ -547,9 +550,11 @@ void ConvertMoEToLinalgPass::runOnOperation() {
   ConversionTarget target(*ctx);
   target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
   configureMoEToLinalgTarget(target);
+  configureCommonGradToLinalgTarget(target);
 
   RewritePatternSet patterns(ctx);
   populateMoEToLinalgPatterns(patterns);
+  populateCommonGradToLinalgPatterns(patterns);
   if (failed(
           applyPartialConversion(getOperation(), target, std::move(patterns))))
     signalPassFailure();

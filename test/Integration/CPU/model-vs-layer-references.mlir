@@ -11,7 +11,7 @@
 
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: moe-npy tokens %t/tokens.bin --count=200 --vocab=64 --seed=11
-// RUN: moe-compile %s -o %t/model --opt-level=0
+// RUN: moe-compile %s --forward-only -o %t/model --opt-level=0
 // RUN: %t/model --tokens=%t/tokens.bin --batch=3 --seq-len=40 --seed=5 \
 // RUN:   --dump-params=%t/p --dump-batch=%t/b --loss-npy=%t/loss.npy \
 // RUN:   | FileCheck %s --check-prefix=LOSS

@@ -4,10 +4,13 @@
 //
 // The host program that moe-compile links with a compiled model. It reads
 // the model's manifest (parameter names, shapes, offsets and initialisers,
-// written into the object by moe-compile), initialises the packed fp32
-// parameters from a seed, builds one batch of tokens and labels from a
-// token file or the embedded sample text, calls the compiled forward pass
-// and prints `loss <value>`. Plain C++17; no LLVM or MLIR dependency.
+// written into the object by moe-compile) and runs the training loop
+// (Train.cpp) when the manifest says `program train`. Otherwise (moe-compile
+// --forward-only) it initialises the packed fp32 parameters from a seed,
+// builds one batch of tokens and labels from a token file or the embedded
+// sample text, calls the compiled forward pass and prints `loss <value>`.
+// This file also holds the pieces both programs share (Driver.h). Plain
+// C++17; no LLVM or MLIR dependency.
 //
 // Built twice: for the CPU back end, and with MOE_MODEL_MAIN_CUDA for the
 // CUDA back end, where the compiled host code launches its kernels through
@@ -16,6 +19,8 @@
 // share.
 //
 //===----------------------------------------------------------------------===//
+
+#include "Driver.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -33,69 +38,18 @@
 #include "moert/moert_mlir.h"
 #endif
 
-//===----------------------------------------------------------------------===//
-// The compiled model's ABI
-//===----------------------------------------------------------------------===//
-
-namespace {
-/// MLIR's ranked memref descriptor.
-template <typename T, int Rank>
-struct MemRef {
-  T *allocated;
-  T *aligned;
-  int64_t offset;
-  int64_t sizes[Rank];
-  int64_t strides[Rank];
-};
-/// The rank-0 descriptor (no sizes, no strides).
-template <typename T>
-struct MemRef0 {
-  T *allocated;
-  T *aligned;
-  int64_t offset;
-};
-} // namespace
-
-extern "C" {
-/// The manifest: text written by moe-compile, see parseManifest.
-extern const char moe_model_manifest[];
-/// `func.func @moe_model_forward(params, tokens, labels) -> tensor<f32>`
-/// through MLIR's C interface; the result is a fresh heap buffer.
-void _mlir_ciface_moe_model_forward(MemRef0<float> *loss,
-                                    MemRef<float, 1> *params,
-                                    MemRef<int32_t, 2> *tokens,
-                                    MemRef<int32_t, 2> *labels);
-}
+using namespace moe_driver;
 
 //===----------------------------------------------------------------------===//
 // Manifest
 //===----------------------------------------------------------------------===//
 
-namespace {
-enum class InitKind { Zeros, Ones, Normal, LogUniform, InverseSoftplusDt };
-
-struct Param {
-  std::string name;
-  int64_t offset = 0;
-  int64_t size = 0;
-  InitKind kind = InitKind::Zeros;
-  double std = 0, low = 0, high = 0;
-  std::vector<int64_t> shape;
-};
-
-struct Manifest {
-  std::string name;
-  int64_t vocab = 0, hidden = 0, scalars = 0;
-  /// Static batch and sequence sizes of the token tensor, -1 if dynamic.
-  int64_t batch = -1, length = -1;
-  std::vector<Param> params;
-};
-
-[[noreturn]] void fail(const std::string &message) {
+void moe_driver::fail(const std::string &message) {
   std::fprintf(stderr, "error: %s\n", message.c_str());
   std::exit(1);
 }
 
+namespace {
 bool parseInitKind(const std::string &text, InitKind &kind) {
   static const struct {
     const char *name;
@@ -112,6 +66,7 @@ bool parseInitKind(const std::string &text, InitKind &kind) {
     }
   return false;
 }
+} // namespace
 
 /// Parses the manifest. Its lines:
 ///   moe-model 1
@@ -121,9 +76,14 @@ bool parseInitKind(const std::string &text, InitKind &kind) {
 ///   tokens <batch or -1> <length or -1>
 ///   scalars <n>
 ///   param <offset> <size> <init> <std> <low> <high> <rank> <dims...> <name>
-/// The name is the rest of the line after one space. The compiler wrote it,
-/// so a malformed manifest is an internal error.
-Manifest parseManifest(const char *text) {
+///   program forward|train
+///   metrics <count>
+///   metric <offset> <count> <name>
+/// A name is the rest of the line after one space; `program` (default
+/// forward) says whether the train step is there, `metrics` and `metric`
+/// describe its metrics vector. The compiler wrote the manifest, so a
+/// malformed one is an internal error.
+Manifest moe_driver::parseManifest(const char *text) {
   Manifest manifest;
   const char *cursor = text;
   int lineNumber = 0;
@@ -183,6 +143,25 @@ Manifest parseManifest(const char *text) {
         bad();
       param.name = rest + 1;
       manifest.params.push_back(std::move(param));
+    } else if (keyword == "program") {
+      std::string program = rest[0] == ' ' ? rest + 1 : rest;
+      if (program != "forward" && program != "train")
+        bad();
+      manifest.train = program == "train";
+    } else if (keyword == "metrics") {
+      if (std::sscanf(rest, "%ld", &manifest.numMetrics) != 1 ||
+          manifest.numMetrics < 0)
+        bad();
+    } else if (keyword == "metric") {
+      Metric metric;
+      int n = 0;
+      if (std::sscanf(rest, "%ld %ld%n", &metric.offset, &metric.count, &n) !=
+              2 ||
+          rest[n] != ' ' || metric.offset < 0 || metric.count < 1 ||
+          metric.offset + metric.count > manifest.numMetrics)
+        bad();
+      metric.name = rest + n + 1;
+      manifest.metrics.push_back(std::move(metric));
     } else {
       bad();
     }
@@ -196,40 +175,32 @@ Manifest parseManifest(const char *text) {
 // Initialisation (ALGORITHMS.md sections 2.1 and 7.4)
 //===----------------------------------------------------------------------===//
 
-/// SplitMix64: a small, well-mixed 64-bit generator.
-class Random {
-public:
-  explicit Random(uint64_t seed) : state(seed) {}
-  uint64_t next() {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+uint64_t Random::below(uint64_t bound) {
+  // Rejects the top partial range of 2^64 mod bound (Lemire's bound).
+  uint64_t limit = -bound % bound;
+  for (;;) {
+    uint64_t value = next();
+    if (value >= limit)
+      return value % bound;
   }
-  /// Uniform in (0, 1): 53 random bits, never exactly 0 or 1.
-  double uniform() {
-    return ((next() >> 11) + 0.5) * (1.0 / 9007199254740992.0);
-  }
-  /// Standard normal (Box-Muller).
-  double normal() {
-    double u1 = uniform(), u2 = uniform();
-    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
-  }
+}
 
-private:
-  uint64_t state;
-};
+double Random::normal() {
+  double u1 = uniform(), u2 = uniform();
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+}
 
 /// FNV-1a of the parameter name: each parameter draws from its own stream,
 /// so its values depend on the seed and its name only, not on the order of
 /// the parameters.
-uint64_t hashName(const std::string &name) {
+uint64_t moe_driver::hashName(const std::string &name) {
   uint64_t hash = 0xcbf29ce484222325ull;
   for (unsigned char c : name)
     hash = (hash ^ c) * 0x100000001b3ull;
   return hash;
 }
 
+namespace {
 void initialise(const Param &param, uint64_t seed, float *values) {
   Random random(seed * 0x9e3779b97f4a7c15ull ^ hashName(param.name));
   for (int64_t i = 0; i < param.size; ++i) {
@@ -260,11 +231,22 @@ void initialise(const Param &param, uint64_t seed, float *values) {
     values[i] = static_cast<float>(value);
   }
 }
+} // namespace
+
+void moe_driver::initialiseParams(const Manifest &manifest, uint64_t seed,
+                                  float *values) {
+  for (const Param &param : manifest.params) {
+    if (param.offset < 0 || param.offset + param.size > manifest.scalars)
+      fail("parameter '" + param.name + "' lies outside the packed buffer");
+    initialise(param, seed, values + param.offset);
+  }
+}
 
 //===----------------------------------------------------------------------===//
 // Tokens
 //===----------------------------------------------------------------------===//
 
+namespace {
 /// Sample text for a byte-level model, used when no token file is given.
 const char kSampleText[] =
     "The compiler reads a description of the model, splits every layer into "
@@ -297,13 +279,15 @@ std::vector<uint32_t> readTokens(const std::string &path) {
          "(its size is not a multiple of 4)");
   return tokens;
 }
+} // namespace
 
 //===----------------------------------------------------------------------===//
 // .npy output (--dump-params, --dump-batch)
 //===----------------------------------------------------------------------===//
 
-void writeNpy(const std::string &path, const char *descr, size_t itemSize,
-              const std::vector<int64_t> &shape, const void *data) {
+void moe_driver::writeNpy(const std::string &path, const char *descr,
+                          size_t itemSize, const std::vector<int64_t> &shape,
+                          const void *data) {
   // Python tuple syntax: "()", "(5,)", "(3, 4)".
   std::string shapeText = "(";
   int64_t count = 1;
@@ -334,25 +318,28 @@ void writeNpy(const std::string &path, const char *descr, size_t itemSize,
     fail("cannot write '" + path + "'");
 }
 
-void makeDirectory(const std::string &path) {
+void moe_driver::makeDirectory(const std::string &path) {
   if (mkdir(path.c_str(), 0777) != 0 && errno != EEXIST)
     fail("cannot create directory '" + path + "': " + std::strerror(errno));
 }
 
-/// A parameter name as a file name: '/' would name a directory.
-std::string fileNameOf(std::string name) {
-  for (char &c : name)
-    if (c == '/')
-      c = '_';
-  return name;
+void moe_driver::dumpParams(const std::string &dir, const Manifest &manifest,
+                            const float *params) {
+  makeDirectory(dir);
+  for (const Param &param : manifest.params) {
+    // A parameter name as a file name: '/' would name a directory.
+    std::string file = param.name;
+    std::replace(file.begin(), file.end(), '/', '_');
+    writeNpy(dir + "/" + file + ".npy", "<f4", sizeof(float), param.shape,
+             params + param.offset);
+  }
 }
 
 //===----------------------------------------------------------------------===//
 // Device memory
 //===----------------------------------------------------------------------===//
 
-/// Fails with the CUDA adapter's recorded failure, if any.
-void checkDevice(const char *when) {
+void moe_driver::checkDevice(const char *when) {
 #ifdef MOE_MODEL_MAIN_CUDA
   const char *error = moertMlirGetError();
   if (error && *error)
@@ -362,34 +349,49 @@ void checkDevice(const char *when) {
 #endif
 }
 
+void *moe_driver::allocateBuffer(size_t bytes) {
 #ifdef MOE_MODEL_MAIN_CUDA
+  void *buffer = moertMlirAllocShared(bytes);
+  checkDevice("while allocating shared memory");
+#else
+  // aligned_alloc wants a multiple of the alignment.
+  void *buffer = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+#endif
+  if (!buffer && bytes)
+    fail("cannot allocate " + std::to_string(bytes) + " bytes");
+  return buffer;
+}
+
+#ifdef MOE_MODEL_MAIN_CUDA
+namespace {
 /// A copy of `values` in memory that host and device share (kernels may read
 /// the model's inputs in place).
 template <typename T>
 T *sharedCopy(const std::vector<T> &values) {
-  void *buffer = moertMlirAllocShared(values.size() * sizeof(T));
-  checkDevice("while allocating shared memory");
-  if (!buffer)
-    fail("cannot allocate shared memory");
+  void *buffer = allocateBuffer(values.size() * sizeof(T));
   std::memcpy(buffer, values.data(), values.size() * sizeof(T));
   return static_cast<T *>(buffer);
 }
+} // namespace
 #endif
 
-/// Frees a buffer the compiled code returned: host-shared memory on CUDA
-/// (every host allocation of the CUDA back end is), the heap on the CPU.
-void releaseResult(void *allocated) {
+void moe_driver::freeBuffer(void *buffer) {
 #ifdef MOE_MODEL_MAIN_CUDA
-  moertMlirFree(allocated);
+  moertMlirFree(buffer);
 #else
-  std::free(allocated);
+  std::free(buffer);
 #endif
 }
+
+/// Every host allocation of the CUDA back end is host-shared memory; the
+/// CPU back end's are malloc'ed.
+void moe_driver::releaseResult(void *allocated) { freeBuffer(allocated); }
 
 //===----------------------------------------------------------------------===//
 // Command line
 //===----------------------------------------------------------------------===//
 
+namespace {
 struct Options {
   std::string tokensPath, dumpParams, dumpBatch, lossNpy;
   int64_t batch = -1, length = -1;
@@ -398,17 +400,22 @@ struct Options {
   bool verbose = false;
 };
 
+} // namespace
+
 #ifdef MOE_MODEL_MAIN_CUDA
-constexpr const char *kTargetName = "cuda (sm_90 kernels, device 0)";
+const char *const moe_driver::kTargetName = "cuda (sm_90 kernels, device 0)";
 #else
-constexpr const char *kTargetName = "cpu";
+const char *const moe_driver::kTargetName = "cpu";
 #endif
+
+namespace {
 
 void printHelp(const char *argv0, const Manifest &manifest) {
   std::printf(
       "USAGE: %s [options]\n\n"
-      "Runs the forward pass of the model '%s' (compiled by moe-compile) on\n"
-      "one batch and prints its mean cross-entropy loss as 'loss <value>'.\n"
+      "Runs the forward pass of the model '%s' (compiled by moe-compile\n"
+      "--forward-only) on one batch and prints its mean cross-entropy loss\n"
+      "as 'loss <value>'.\n"
       "Weights are initialised from --seed by the model's init rules.\n"
       "Sequence b of the batch reads tokens [b*T, b*T + T) of the token\n"
       "stream and is labelled with the tokens one position later, so a\n"
@@ -434,7 +441,10 @@ void printHelp(const char *argv0, const Manifest &manifest) {
       manifest.params.size(), manifest.scalars, kTargetName);
 }
 
-bool parseInteger(const std::string &text, int64_t &value, int64_t min) {
+} // namespace
+
+bool moe_driver::parseInteger(const std::string &text, int64_t &value,
+                              int64_t min) {
   if (text.empty())
     return false;
   char *end = nullptr;
@@ -446,6 +456,7 @@ bool parseInteger(const std::string &text, int64_t &value, int64_t min) {
   return true;
 }
 
+namespace {
 Options parseOptions(int argc, char **argv, const Manifest &manifest) {
   Options options;
   for (int i = 1; i < argc; ++i) {
@@ -512,19 +523,16 @@ Options parseOptions(int argc, char **argv, const Manifest &manifest) {
 // main
 //===----------------------------------------------------------------------===//
 
-int main(int argc, char **argv) {
-  Manifest manifest = parseManifest(moe_model_manifest);
+namespace {
+/// The --forward-only program: one forward pass, `loss <value>`.
+int runForward(int argc, char **argv, const Manifest &manifest) {
   Options options = parseOptions(argc, argv, manifest);
   // The kernels were loaded before main (the compiled code's constructors).
   checkDevice("while loading the kernels");
 
   // Weights.
   std::vector<float> params(static_cast<size_t>(manifest.scalars));
-  for (const Param &param : manifest.params) {
-    if (param.offset < 0 || param.offset + param.size > manifest.scalars)
-      fail("parameter '" + param.name + "' lies outside the packed buffer");
-    initialise(param, options.seed, params.data() + param.offset);
-  }
+  initialiseParams(manifest, options.seed, params.data());
 
   // Tokens: the stream, then one batch of inputs and next-token labels.
   std::vector<uint32_t> stream;
@@ -558,12 +566,8 @@ int main(int argc, char **argv) {
     labels[i] = static_cast<int32_t>(stream[i + 1]);
   }
 
-  if (!options.dumpParams.empty()) {
-    makeDirectory(options.dumpParams);
-    for (const Param &param : manifest.params)
-      writeNpy(options.dumpParams + "/" + fileNameOf(param.name) + ".npy",
-               "<f4", sizeof(float), param.shape, params.data() + param.offset);
-  }
+  if (!options.dumpParams.empty())
+    dumpParams(options.dumpParams, manifest, params.data());
   if (!options.dumpBatch.empty()) {
     makeDirectory(options.dumpBatch);
     writeNpy(options.dumpBatch + "/tokens.npy", "<i4", sizeof(int32_t),
@@ -655,4 +659,15 @@ int main(int argc, char **argv) {
     return 2;
   }
   return 0;
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  Manifest manifest = parseManifest(moe_model_manifest);
+  if (!manifest.train)
+    return runForward(argc, argv, manifest);
+  if (!_mlir_ciface_moe_model_train_step)
+    fail("the manifest says 'program train' but the executable has no "
+         "moe_model_train_step (it is damaged)");
+  return runTraining(argc, argv, manifest);
 }

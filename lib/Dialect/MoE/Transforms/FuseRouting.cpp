@@ -17,6 +17,8 @@
 #include "moe/Dialect/MoE/Transforms/Transforms.h"
 #include "moe/Dialect/MoE/Utils/TensorBuilder.h"
 
+#include "RoutedTiles.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -36,13 +38,6 @@ using namespace mlir;
 using namespace mlir::moe;
 
 #define DEBUG_TYPE "moe-fuse-routing"
-
-/// Casts `value` to `type` when their static shapes differ.
-static Value castTensor(ImplicitLocOpBuilder &b, Value value, Type type) {
-  if (value.getType() == type)
-    return value;
-  return tensor::CastOp::create(b, type, value);
-}
 
 namespace {
 
@@ -131,7 +126,7 @@ private:
   /// below with `padValue` to a static `size` rows.
   Value paddedRows(Value source, Value offset, Value rows, int64_t size,
                    Value padValue);
-  Value castTo(Value value, Type type) { return castTensor(b, value, type); }
+  Value castTo(Value value, Type type) { return castTensorTo(b, value, type); }
 
   GroupSchedule scheduleUnits(Value units);
   /// One tile of the per-group count: `position[t, j] = counts[j] +
@@ -173,23 +168,7 @@ Value RoutedLowering::filledInt(ArrayRef<OpFoldResult> sizes, Type type,
 
 Value RoutedLowering::paddedRows(Value source, Value offset, Value rows,
                                  int64_t size, Value padValue) {
-  RankedTensorType type = tensorTypeOf(source);
-  SmallVector<OpFoldResult> offsets = {offset}, sizes = {rows}, low = {attr(0)};
-  SmallVector<OpFoldResult> high = {sub(idx(size), rows)};
-  SmallVector<int64_t> shape = {size};
-  if (type.getRank() == 2) {
-    offsets.push_back(attr(0));
-    sizes.push_back(attr(type.getDimSize(1)));
-    low.push_back(attr(0));
-    high.push_back(attr(0));
-    shape.push_back(type.getDimSize(1));
-  }
-  SmallVector<OpFoldResult> strides(type.getRank(), attr(1));
-  Value slice =
-      tensor::ExtractSliceOp::create(b, source, offsets, sizes, strides);
-  return tensor::PadOp::create(
-      b, RankedTensorType::get(shape, type.getElementType()), slice, low, high,
-      padValue);
+  return buildPaddedRows(b, source, offset, rows, size, padValue);
 }
 
 GroupSchedule RoutedLowering::scheduleUnits(Value units) {
@@ -1032,7 +1011,7 @@ DispatchResult RoutedLowering::buildStandaloneDispatch(DispatchOp op) {
 
 Value RoutedLowering::buildGroupedFFN(ExpertFFNOp op) {
   ArrayRef<int64_t> gateShape = tensorTypeOf(op.getWGate()).getShape();
-  int64_t experts = gateShape[0], width = gateShape[1], hidden = gateShape[2];
+  int64_t experts = gateShape[0], width = gateShape[1];
   int64_t tile = tiles.rowTile;
   Value input = op.getInput();
   Type elementType = tensorTypeOf(input).getElementType();
@@ -1094,23 +1073,14 @@ Value RoutedLowering::buildGroupedFFN(ExpertFFNOp op) {
 
     Value zero = floatConstant(b, b.getLoc(), elementType, 0.0);
     Value xTile = paddedRows(input, rowIndex, rowCount, tile, zero);
-    auto weightOf = [&](Value weights, int64_t rowsOfW, int64_t colsOfW) {
-      auto type = RankedTensorType::get({rowsOfW, colsOfW},
-                                        tensorTypeOf(weights).getElementType());
-      return tensor::ExtractSliceOp::create(
-                 b, type, weights,
-                 ArrayRef<OpFoldResult>{expert, attr(0), attr(0)},
-                 ArrayRef<OpFoldResult>{attr(1), attr(rowsOfW), attr(colsOfW)},
-                 ArrayRef<OpFoldResult>{attr(1), attr(1), attr(1)})
-          .getResult();
-    };
     Value gate =
-        tb.project(xTile, weightOf(op.getWGate(), width, hidden), f32());
-    Value up = tb.project(xTile, weightOf(op.getWUp(), width, hidden), f32());
+        tb.project(xTile, buildExpertSlice(b, op.getWGate(), expert), f32());
+    Value up =
+        tb.project(xTile, buildExpertSlice(b, op.getWUp(), expert), f32());
     Value activated = tb.gatedActivation(
         gate, up, activation.getGateBetaValue(), activation.getUpBetaValue());
-    Value out = tb.project(activated, weightOf(op.getWDown(), hidden, width),
-                           elementType);
+    Value out = tb.project(
+        activated, buildExpertSlice(b, op.getWDown(), expert), elementType);
     Value valid = tensor::ExtractSliceOp::create(
         b, out, ArrayRef<OpFoldResult>{attr(0), attr(0)},
         ArrayRef<OpFoldResult>{rowCount, attr(width)},
@@ -1126,57 +1096,11 @@ Value RoutedLowering::buildGroupedFFN(ExpertFFNOp op) {
 }
 
 Value RoutedLowering::buildCombine(CombineOp op, Value slotRow) {
-  Value expertOut = op.getExpertOutput();
-  Value weights = op.getWeights();
-  if (!slotRow) {
-    // Invert source_slot: slotRow[source_slot[m]] = m.
-    Value sourceSlot = op.getSourceSlot();
-    Value slots = dim(sourceSlot, 0);
-    Value init =
-        tensor::EmptyOp::create(b, ArrayRef<OpFoldResult>{slots}, i64());
-    auto forall = scf::ForallOp::create(b, ArrayRef<OpFoldResult>{slots},
-                                        ValueRange{init}, std::nullopt);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(forall.getTerminator());
-    Value m = forall.getInductionVar(0);
-    Value slot =
-        toIndex(tensor::ExtractOp::create(b, sourceSlot, ValueRange{m}));
-    Value rowId = tensor::FromElementsOp::create(
-        b, RankedTensorType::get({1}, i64()), ValueRange{toI64(m)});
-    b.setInsertionPointToEnd(forall.getTerminator().getBody());
-    tensor::ParallelInsertSliceOp::create(
-        b, rowId, forall.getRegionIterArgs()[0], ArrayRef<OpFoldResult>{slot},
-        ArrayRef<OpFoldResult>{attr(1)}, ArrayRef<OpFoldResult>{attr(1)});
-    slotRow = forall.getResult(0);
-  }
-
+  if (!slotRow)
+    slotRow = buildSlotRows(b, op.getSourceSlot());
   // result[n, c] = sum_i w[n, i] * out[row(n * k + i), c], in fp32.
-  Value slotsPerToken = dim(weights, 1);
-  SmallVector<OpFoldResult> sizes = {tb.sizesOf(weights)[0],
-                                     tb.sizesOf(expertOut)[1]};
-  Value init = tb.filled(sizes, f32(), 0.0);
-  Value sum =
-      generic(weights, dimsMap(3, {0, 2}), init, dimsMap(3, {0, 1}), 3, 2,
-              [&](OpBuilder &nb, Location loc, ValueRange args) {
-                Value n = linalg::IndexOp::create(nb, loc, 0);
-                Value c = linalg::IndexOp::create(nb, loc, 1);
-                Value i = linalg::IndexOp::create(nb, loc, 2);
-                Value m = arith::AddIOp::create(
-                    nb, loc, arith::MulIOp::create(nb, loc, n, slotsPerToken),
-                    i);
-                Value row = arith::IndexCastOp::create(
-                    nb, loc, nb.getIndexType(),
-                    tensor::ExtractOp::create(nb, loc, slotRow, ValueRange{m}));
-                Value value =
-                    convertScalar(nb, loc,
-                                  tensor::ExtractOp::create(nb, loc, expertOut,
-                                                            ValueRange{row, c}),
-                                  nb.getF32Type());
-                Value product = arith::MulFOp::create(nb, loc, args[0], value);
-                return SmallVector<Value>{
-                    arith::AddFOp::create(nb, loc, args[1], product)};
-              })
-          .front();
+  Value sum = buildSlotSum(b, op.getExpertOutput(), slotRow, op.getWeights(),
+                           /*weighted=*/true);
   Value result = tb.convert(sum, op.getType().getElementType());
   return castTo(result, op.getType());
 }
@@ -1247,8 +1171,8 @@ LogicalResult mlir::moe::fuseRouting(RewriterBase &rewriter, Operation *root,
     }
     rewriter.replaceOp(op,
                        {kernel.weights, kernel.indices,
-                        castTensor(b, kernel.load, op.getLoad().getType()),
-                        castTensor(b, nextBias, op.getNextBias().getType())});
+                        castTensorTo(b, kernel.load, op.getLoad().getType()),
+                        castTensorTo(b, nextBias, op.getNextBias().getType())});
     ++done.routes;
   }
 

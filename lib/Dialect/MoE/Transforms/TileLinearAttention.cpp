@@ -8,9 +8,13 @@
 // (factored exponentials, two matmuls) only where the decay-bound analysis
 // proves the hard condition of section 2.2; otherwise it takes the
 // per-position path of section 2.4 or, for gates that cannot be proven, the
-// exact runtime guard that picks a path per tile.
+// exact runtime guard that picks a path per tile. `moe.kda_grad` is lowered
+// by the same pass, with the same decision, into the chunked backward of
+// section 1.7 (KDATilingGrad.cpp); the tile builder is KDATiling.h.
 //
 //===----------------------------------------------------------------------===//
+
+#include "KDATiling.h"
 
 #include "moe/Analysis/DecayBound.h"
 #include "moe/Dialect/MoE/Transforms/Passes.h"
@@ -31,70 +35,15 @@ namespace mlir::moe {
 
 using namespace mlir;
 using namespace mlir::moe;
+using namespace mlir::moe::kda_tiling;
 
 #define DEBUG_TYPE "moe-tile-linear-attention"
 
-namespace {
+//===----------------------------------------------------------------------===//
+// Tile helpers
+//===----------------------------------------------------------------------===//
 
-/// How the diagonal sub-chunk tiles of one kda op are computed.
-enum class DiagonalPath { Dense, PerPosition, Guarded };
-
-/// Lowers one `moe.kda` op. All tile math is fp32 on static shapes:
-/// `[C, K]`, `[C, V]`, `[c, c]`, `[K, V]`.
-class KDATiler {
-public:
-  KDATiler(ImplicitLocOpBuilder &b, int64_t chunk, int64_t subChunk,
-           TileReference reference, DiagonalPath path, double exponentLimit,
-           double scale, int64_t keyDim, int64_t valueDim)
-      : b(b), tb(b), chunk(chunk), subChunk(subChunk), reference(reference),
-        path(path), exponentLimit(exponentLimit), scale(scale), keyDim(keyDim),
-        valueDim(valueDim) {}
-
-  /// Builds the tiled computation; returns (output, final state) with the
-  /// op's result types.
-  std::pair<Value, Value> build(KDAOp op);
-
-private:
-  Type f32() { return b.getF32Type(); }
-  Value cst(double v) { return floatConstant(b, b.getLoc(), f32(), v); }
-  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
-  OpFoldResult attr(int64_t v) { return b.getIndexAttr(v); }
-
-  /// Row `row` of a static 2-D tensor, as a 1-D tensor.
-  Value rowOf(Value matrix, OpFoldResult row);
-  /// Rows `[offset, offset + size)` of a static 2-D tensor.
-  Value rowsOf(Value matrix, int64_t offset, int64_t size);
-  /// `x * exp(sign * (gamma - row))`, `row` broadcast over rows of `x`.
-  Value scaleByDecay(Value x, Value gamma, Value row, double sign);
-  /// Element-wise `a - b` on 1-D tensors.
-  Value subtract(Value lhs, Value rhs);
-
-  /// The diagonal tile (Aqk, L) of rows `q, k, gamma` ([c, K]) and `beta`.
-  std::pair<Value, Value> diagonalDense(Value q, Value k, Value gamma, Value g,
-                                        Value beta);
-  std::pair<Value, Value> diagonalPerPosition(Value q, Value k, Value gamma,
-                                              Value beta);
-  std::pair<Value, Value> diagonalGuarded(Value q, Value k, Value gamma,
-                                          Value g, Value beta);
-  /// Masks a raw [c, c] tile: Aqk keeps j <= i; L keeps j < i, times beta_i.
-  std::pair<Value, Value> maskTile(Value rawAqk, Value rawL, Value beta);
-  /// The reference row of a tile for the dense path.
-  Value referenceRow(Value gamma, Value g);
-
-  /// One chunk: returns (output rows [C, V], next state [K, V]).
-  std::pair<Value, Value> chunkStep(Value q, Value k, Value v, Value g,
-                                    Value beta, Value state);
-
-  ImplicitLocOpBuilder &b;
-  TensorBuilder tb;
-  int64_t chunk, subChunk;
-  TileReference reference;
-  DiagonalPath path;
-  double exponentLimit;
-  double scale;
-  int64_t keyDim, valueDim;
-};
-} // namespace
+Value KDATiler::idx(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
 
 Value KDATiler::rowOf(Value matrix, OpFoldResult row) {
   int64_t width = tensorTypeOf(matrix).getDimSize(1);
@@ -110,6 +59,28 @@ Value KDATiler::rowsOf(Value matrix, int64_t offset, int64_t size) {
   return tensor::ExtractSliceOp::create(
       b, matrix, ArrayRef<OpFoldResult>{attr(offset), attr(0)},
       ArrayRef<OpFoldResult>{attr(size), attr(width)},
+      ArrayRef<OpFoldResult>{attr(1), attr(1)});
+}
+
+Value KDATiler::entriesOf(Value vector, int64_t offset, int64_t size) {
+  return tensor::ExtractSliceOp::create(
+      b, vector, ArrayRef<OpFoldResult>{attr(offset)},
+      ArrayRef<OpFoldResult>{attr(size)}, ArrayRef<OpFoldResult>{attr(1)});
+}
+
+Value KDATiler::tileOf(Value matrix, int64_t row, int64_t col) {
+  return tensor::ExtractSliceOp::create(
+      b, matrix,
+      ArrayRef<OpFoldResult>{attr(row * subChunk), attr(col * subChunk)},
+      ArrayRef<OpFoldResult>{attr(subChunk), attr(subChunk)},
+      ArrayRef<OpFoldResult>{attr(1), attr(1)});
+}
+
+Value KDATiler::insertAt(Value tile, Value into, int64_t row, int64_t col) {
+  ArrayRef<int64_t> shape = tensorTypeOf(tile).getShape();
+  return tensor::InsertSliceOp::create(
+      b, tile, into, ArrayRef<OpFoldResult>{attr(row), attr(col)},
+      ArrayRef<OpFoldResult>{attr(shape[0]), attr(shape[1])},
       ArrayRef<OpFoldResult>{attr(1), attr(1)});
 }
 
@@ -130,6 +101,27 @@ Value KDATiler::scaleByDecay(Value x, Value gamma, Value row, double sign) {
       });
 }
 
+Value KDATiler::scaleRows(Value x, Value rowFactor, Value other) {
+  ArrayRef<int64_t> shape = tensorTypeOf(x).getShape();
+  MLIRContext *ctx = b.getContext();
+  AffineMap identity = b.getMultiDimIdentityMap(2);
+  AffineMap rowMap = AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx);
+  SmallVector<Value> inputs = {x, rowFactor};
+  SmallVector<AffineMap> maps = {identity, rowMap};
+  if (other) {
+    inputs.push_back(other);
+    maps.push_back(identity);
+  }
+  return tb.mapIndexed(
+      {attr(shape[0]), attr(shape[1])}, inputs, maps, f32(),
+      [](OpBuilder &nested, Location loc, ValueRange args) -> Value {
+        Value r = arith::MulFOp::create(nested, loc, args[0], args[1]);
+        if (args.size() > 2)
+          r = arith::MulFOp::create(nested, loc, r, args[2]);
+        return r;
+      });
+}
+
 Value KDATiler::subtract(Value lhs, Value rhs) {
   return tb.map(ValueRange{lhs, rhs}, f32(),
                 [](OpBuilder &nested, Location loc, ValueRange args) {
@@ -137,36 +129,93 @@ Value KDATiler::subtract(Value lhs, Value rhs) {
                 });
 }
 
-std::pair<Value, Value> KDATiler::maskTile(Value rawAqk, Value rawL,
-                                           Value beta) {
-  MLIRContext *ctx = b.getContext();
-  AffineMap identity = b.getMultiDimIdentityMap(2);
-  AffineMap rowMap = AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx);
-  SmallVector<OpFoldResult> sizes = {attr(subChunk), attr(subChunk)};
-  // Masking is a select, never a multiply by zero: masked entries of the
-  // dense GEMM may be infinite (section 1.6).
-  auto mask = [&](arith::CmpIPredicate keep, bool withBeta) {
-    return [&, keep, withBeta](OpBuilder &nested, Location loc,
-                               ValueRange args) -> Value {
-      Value i = linalg::IndexOp::create(nested, loc, 0);
-      Value j = linalg::IndexOp::create(nested, loc, 1);
-      Value inside = arith::CmpIOp::create(nested, loc, keep, j, i);
-      Value value = args[0];
-      if (withBeta)
-        value = arith::MulFOp::create(nested, loc, args[1], value);
-      Value zero = floatConstant(nested, loc, nested.getF32Type(), 0.0);
-      return arith::SelectOp::create(nested, loc, inside, value, zero);
-    };
-  };
-  Value aqk = tb.mapIndexed(sizes, ValueRange{rawAqk}, {identity}, f32(),
-                            mask(arith::CmpIPredicate::ule, false));
-  Value l = tb.mapIndexed(sizes, ValueRange{rawL, beta}, {identity, rowMap},
-                          f32(), mask(arith::CmpIPredicate::ult, true));
-  return {aqk, l};
+Value KDATiler::scaled(Value x, double factor) {
+  return tb.map(
+      x, f32(), [&](OpBuilder &nested, Location loc, ValueRange args) {
+        return arith::MulFOp::create(nested, loc, args[0],
+                                     floatConstant(nested, loc, f32(), factor));
+      });
+}
+
+Value KDATiler::lowerPart(Value matrix, bool strict) {
+  int64_t n = tensorTypeOf(matrix).getDimSize(0);
+  // A select, never a multiply by zero: masked entries may be infinite
+  // (section 1.6).
+  return tb.mapIndexed(
+      {attr(n), attr(n)}, ValueRange{matrix}, {b.getMultiDimIdentityMap(2)},
+      f32(), [&](OpBuilder &nested, Location loc, ValueRange args) -> Value {
+        Value i = linalg::IndexOp::create(nested, loc, 0);
+        Value j = linalg::IndexOp::create(nested, loc, 1);
+        Value inside = arith::CmpIOp::create(nested, loc,
+                                             strict ? arith::CmpIPredicate::ult
+                                                    : arith::CmpIPredicate::ule,
+                                             j, i);
+        Value zero = floatConstant(nested, loc, nested.getF32Type(), 0.0);
+        return arith::SelectOp::create(nested, loc, inside, args[0], zero);
+      });
+}
+
+Value KDATiler::lowerOnesMatrix() {
+  return tb.mapIndexed(
+      {attr(chunk), attr(chunk)}, ValueRange{}, {}, f32(),
+      [](OpBuilder &nested, Location loc, ValueRange) -> Value {
+        Value i = linalg::IndexOp::create(nested, loc, 0);
+        Value j = linalg::IndexOp::create(nested, loc, 1);
+        Value keep =
+            arith::CmpIOp::create(nested, loc, arith::CmpIPredicate::ule, j, i);
+        return arith::SelectOp::create(
+            nested, loc, keep,
+            floatConstant(nested, loc, nested.getF32Type(), 1),
+            floatConstant(nested, loc, nested.getF32Type(), 0));
+      });
+}
+
+Value KDATiler::stateOf(Value states, Value bi, Value hi, bool valueMajor) {
+  int64_t keyDim = config.keyDim, valueDim = config.valueDim;
+  int64_t d2 = valueMajor ? valueDim : keyDim;
+  int64_t d3 = valueMajor ? keyDim : valueDim;
+  Value state = tensor::ExtractSliceOp::create(
+      b, RankedTensorType::get({d2, d3}, f32()), states,
+      ArrayRef<OpFoldResult>{bi, hi, attr(0), attr(0)},
+      ArrayRef<OpFoldResult>{attr(1), attr(1), attr(d2), attr(d3)},
+      ArrayRef<OpFoldResult>{attr(1), attr(1), attr(1), attr(1)});
+  if (!valueMajor)
+    return state;
+  Value init =
+      tensor::EmptyOp::create(b, ArrayRef<int64_t>{keyDim, valueDim}, f32());
+  return linalg::TransposeOp::create(b, state, init, ArrayRef<int64_t>{1, 0})
+      ->getResult(0);
+}
+
+Value kda_tiling::sliceChunk(OpBuilder &b, Location loc, Value x, Value bi,
+                             Value start, Value hi, int64_t chunk,
+                             int64_t width) {
+  auto type = width ? RankedTensorType::get({chunk, width}, b.getF32Type())
+                    : RankedTensorType::get({chunk}, b.getF32Type());
+  SmallVector<OpFoldResult> offsets = {bi, start, hi};
+  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1), b.getIndexAttr(chunk),
+                                     b.getIndexAttr(1)};
+  if (width) {
+    offsets.push_back(b.getIndexAttr(0));
+    sizes.push_back(b.getIndexAttr(width));
+  }
+  SmallVector<OpFoldResult> strides(sizes.size(), b.getIndexAttr(1));
+  return tensor::ExtractSliceOp::create(b, loc, type, x, offsets, sizes,
+                                        strides)
+      .getResult();
+}
+
+//===----------------------------------------------------------------------===//
+// Diagonal tiles
+//===----------------------------------------------------------------------===//
+
+std::pair<Value, Value> KDATiler::maskTile(Value rawAqk, Value rawKK) {
+  return {lowerPart(rawAqk, /*strict=*/false),
+          lowerPart(rawKK, /*strict=*/true)};
 }
 
 Value KDATiler::referenceRow(Value gamma, Value g) {
-  switch (reference) {
+  switch (config.reference) {
   case TileReference::Start:
     return rowOf(gamma, attr(0));
   case TileReference::Mid:
@@ -179,19 +228,19 @@ Value KDATiler::referenceRow(Value gamma, Value g) {
 }
 
 std::pair<Value, Value> KDATiler::diagonalDense(Value q, Value k, Value gamma,
-                                                Value g, Value beta) {
+                                                Value g) {
   // exp(G_i - G_j) = exp(G_i - G_r) * exp(G_r - G_j): two GEMMs.
   Value ref = referenceRow(gamma, g);
   Value qFactored = scaleByDecay(q, gamma, ref, +1.0);
   Value kFactored = scaleByDecay(k, gamma, ref, +1.0);
   Value kInverse = scaleByDecay(k, gamma, ref, -1.0);
   Value rawAqk = tb.matmul(qFactored, kInverse, false, true);
-  Value rawL = tb.matmul(kFactored, kInverse, false, true);
-  return maskTile(rawAqk, rawL, beta);
+  Value rawKK = tb.matmul(kFactored, kInverse, false, true);
+  return maskTile(rawAqk, rawKK);
 }
 
 std::pair<Value, Value> KDATiler::diagonalPerPosition(Value q, Value k,
-                                                      Value gamma, Value beta) {
+                                                      Value gamma) {
   // For j <= i only, exp(G_i - G_j) <= 1 element-wise; never a reciprocal.
   MLIRContext *ctx = b.getContext();
   AffineExpr i = getAffineDimExpr(0, ctx), j = getAffineDimExpr(1, ctx),
@@ -202,10 +251,10 @@ std::pair<Value, Value> KDATiler::diagonalPerPosition(Value q, Value k,
   AffineMap out = AffineMap::get(3, 0, {i, j}, ctx);
   SmallVector<OpFoldResult> sizes = {attr(subChunk), attr(subChunk)};
   Value initAqk = tb.filled(sizes, f32(), 0.0);
-  Value initL = tb.filled(sizes, f32(), 0.0);
+  Value initKK = tb.filled(sizes, f32(), 0.0);
   auto generic = linalg::GenericOp::create(
-      b, TypeRange{initAqk.getType(), initL.getType()},
-      ValueRange{q, k, k, gamma, gamma}, ValueRange{initAqk, initL},
+      b, TypeRange{initAqk.getType(), initKK.getType()},
+      ValueRange{q, k, k, gamma, gamma}, ValueRange{initAqk, initKK},
       {map(i), map(j), map(i), map(i), map(j), out, out},
       {utils::IteratorType::parallel, utils::IteratorType::parallel,
        utils::IteratorType::reduction},
@@ -230,11 +279,10 @@ std::pair<Value, Value> KDATiler::diagonalPerPosition(Value q, Value k,
             arith::MulFOp::create(nested, loc, kk, decay));
         linalg::YieldOp::create(nested, loc, ValueRange{aqk, l});
       });
-  return maskTile(generic.getResult(0), generic.getResult(1), beta);
+  return maskTile(generic.getResult(0), generic.getResult(1));
 }
 
-std::pair<Value, Value> KDATiler::diagonalGuarded(Value q, Value k, Value gamma,
-                                                  Value g, Value beta) {
+Value KDATiler::guardCondition(Value gamma, Value g) {
   // The largest operand exponent of the dense path, exactly (section 2.4):
   // Gamma is non-increasing inside the tile.
   Value first = rowOf(gamma, attr(0));
@@ -254,67 +302,54 @@ std::pair<Value, Value> KDATiler::diagonalGuarded(Value q, Value k, Value gamma,
       });
   Value maxExponent = tensor::ExtractOp::create(b, maxTensor, ValueRange{});
   // NaN compares false, so a NaN range takes the per-position path.
-  Value safe = arith::CmpFOp::create(b, arith::CmpFPredicate::OLE, maxExponent,
-                                     cst(exponentLimit));
+  return arith::CmpFOp::create(b, arith::CmpFPredicate::OLE, maxExponent,
+                               cst(config.exponentLimit));
+}
+
+std::pair<Value, Value> KDATiler::diagonalGuarded(Value q, Value k, Value gamma,
+                                                  Value g, Value safe) {
   auto tileType = RankedTensorType::get({subChunk, subChunk}, f32());
   auto ifOp = scf::IfOp::create(b, TypeRange{tileType, tileType}, safe,
                                 /*withElseRegion=*/true);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
-    auto [aqk, l] = diagonalDense(q, k, gamma, g, beta);
-    scf::YieldOp::create(b, ValueRange{aqk, l});
+    auto [aqk, kk] = diagonalDense(q, k, gamma, g);
+    scf::YieldOp::create(b, ValueRange{aqk, kk});
     b.setInsertionPointToStart(ifOp.elseBlock());
-    auto [aqkSlow, lSlow] = diagonalPerPosition(q, k, gamma, beta);
-    scf::YieldOp::create(b, ValueRange{aqkSlow, lSlow});
+    auto [aqkSlow, kkSlow] = diagonalPerPosition(q, k, gamma);
+    scf::YieldOp::create(b, ValueRange{aqkSlow, kkSlow});
   }
   return {ifOp.getResult(0), ifOp.getResult(1)};
 }
 
-std::pair<Value, Value> KDATiler::chunkStep(Value q, Value k, Value v, Value g,
-                                            Value beta, Value state) {
-  MLIRContext *ctx = b.getContext();
-  AffineMap identity = b.getMultiDimIdentityMap(2);
-  AffineMap rowMap = AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx);
+//===----------------------------------------------------------------------===//
+// One chunk
+//===----------------------------------------------------------------------===//
 
+ChunkForward KDATiler::chunkForward(Value q, Value k, Value v, Value g,
+                                    Value beta, Value state) {
+  ChunkForward f;
   // Q = s q; Gamma = in-chunk inclusive cumsum of g, as Tril(1) . g.
-  q = tb.map(q, f32(), [&](OpBuilder &nested, Location loc, ValueRange args) {
-    return arith::MulFOp::create(nested, loc, args[0],
-                                 floatConstant(nested, loc, f32(), scale));
-  });
-  Value lowerOnes =
-      tb.mapIndexed({attr(chunk), attr(chunk)}, ValueRange{}, {}, f32(),
-                    [](OpBuilder &nested, Location loc, ValueRange) -> Value {
-                      Value i = linalg::IndexOp::create(nested, loc, 0);
-                      Value j = linalg::IndexOp::create(nested, loc, 1);
-                      Value keep = arith::CmpIOp::create(
-                          nested, loc, arith::CmpIPredicate::ule, j, i);
-                      return arith::SelectOp::create(
-                          nested, loc, keep,
-                          floatConstant(nested, loc, nested.getF32Type(), 1),
-                          floatConstant(nested, loc, nested.getF32Type(), 0));
-                    });
-  Value gamma = tb.matmul(lowerOnes, g, false, false);
+  f.q = scaled(q, config.scale);
+  f.k = k;
+  f.v = v;
+  f.g = g;
+  f.beta = beta;
+  f.state = state;
+  q = f.q;
+  f.lowerOnes = lowerOnesMatrix();
+  Value gamma = tb.matmul(f.lowerOnes, g, false, false);
+  f.gamma = gamma;
 
-  // The intra-chunk matrices Aqk and L from a grid of c x c tiles.
+  // The intra-chunk matrices Aqk and KK from a grid of c x c tiles.
   Value aqk = tb.filled({attr(chunk), attr(chunk)}, f32(), 0.0);
-  Value l = tb.filled({attr(chunk), attr(chunk)}, f32(), 0.0);
+  Value kk = tb.filled({attr(chunk), attr(chunk)}, f32(), 0.0);
   int64_t numTiles = chunk / subChunk;
-  auto insertTile = [&](Value tile, Value into, int64_t row, int64_t col) {
-    return tensor::InsertSliceOp::create(
-        b, tile, into,
-        ArrayRef<OpFoldResult>{attr(row * subChunk), attr(col * subChunk)},
-        ArrayRef<OpFoldResult>{attr(subChunk), attr(subChunk)},
-        ArrayRef<OpFoldResult>{attr(1), attr(1)});
-  };
   for (int64_t a = 0; a < numTiles; ++a) {
     Value qa = rowsOf(q, a * subChunk, subChunk);
     Value ka = rowsOf(k, a * subChunk, subChunk);
     Value ga = rowsOf(gamma, a * subChunk, subChunk);
-    Value betaA = tensor::ExtractSliceOp::create(
-        b, beta, ArrayRef<OpFoldResult>{attr(a * subChunk)},
-        ArrayRef<OpFoldResult>{attr(subChunk)},
-        ArrayRef<OpFoldResult>{attr(1)});
     // Off-diagonal tiles (a > b), referenced at the first row of tile a:
     // both factors are <= 1 for any gate.
     Value first = rowOf(ga, attr(0));
@@ -324,36 +359,36 @@ std::pair<Value, Value> KDATiler::chunkStep(Value q, Value k, Value v, Value g,
       Value kc = rowsOf(k, c * subChunk, subChunk);
       Value gc = rowsOf(gamma, c * subChunk, subChunk);
       Value kcRef = scaleByDecay(kc, gc, first, -1.0);
-      Value tileAqk = tb.matmul(qaRef, kcRef, false, true);
-      Value tileL = tb.matmul(kaRef, kcRef, false, true);
-      tileL = tb.mapIndexed(
-          {attr(subChunk), attr(subChunk)}, ValueRange{tileL, betaA},
-          {identity, rowMap}, f32(),
-          [](OpBuilder &nested, Location loc, ValueRange args) -> Value {
-            return arith::MulFOp::create(nested, loc, args[0], args[1]);
-          });
-      aqk = insertTile(tileAqk, aqk, a, c);
-      l = insertTile(tileL, l, a, c);
+      aqk = insertAt(tb.matmul(qaRef, kcRef, false, true), aqk, a * subChunk,
+                     c * subChunk);
+      kk = insertAt(tb.matmul(kaRef, kcRef, false, true), kk, a * subChunk,
+                    c * subChunk);
     }
     Value gRows = rowsOf(g, a * subChunk, subChunk);
     std::pair<Value, Value> diagonal;
-    switch (path) {
+    switch (config.path) {
     case DiagonalPath::Dense:
-      diagonal = diagonalDense(qa, ka, ga, gRows, betaA);
+      diagonal = diagonalDense(qa, ka, ga, gRows);
       break;
     case DiagonalPath::PerPosition:
-      diagonal = diagonalPerPosition(qa, ka, ga, betaA);
+      diagonal = diagonalPerPosition(qa, ka, ga);
       break;
     case DiagonalPath::Guarded:
-      diagonal = diagonalGuarded(qa, ka, ga, gRows, betaA);
+      f.safe.push_back(guardCondition(ga, gRows));
+      diagonal = diagonalGuarded(qa, ka, ga, gRows, f.safe.back());
       break;
     }
-    aqk = insertTile(diagonal.first, aqk, a, a);
-    l = insertTile(diagonal.second, l, a, a);
+    aqk = insertAt(diagonal.first, aqk, a * subChunk, a * subChunk);
+    kk = insertAt(diagonal.second, kk, a * subChunk, a * subChunk);
   }
+  f.aqk = aqk;
+  f.keyKey = kk;
+  // L = Diag(beta) KK, strictly lower triangular.
+  f.l = scaleRows(kk, beta);
 
   // M = (I + L)^-1 by forward substitution: row i = e_i - L[i, :] M, which
   // only reads the finished rows m < i (L is strictly lower triangular).
+  Value l = f.l;
   Value mInit = tb.filled({attr(chunk), attr(chunk)}, f32(), 0.0);
   auto substitution = scf::ForOp::create(
       b, b.getLoc(), idx(0), idx(chunk), idx(1), ValueRange{mInit},
@@ -383,55 +418,47 @@ std::pair<Value, Value> KDATiler::chunkStep(Value q, Value k, Value v, Value g,
             ArrayRef<OpFoldResult>{nb.getIndexAttr(1), nb.getIndexAttr(1)});
         scf::YieldOp::create(nb, ValueRange{updated});
       });
-  Value m = substitution.getResult(0);
+  f.m = substitution.getResult(0);
 
   // W = M (beta K exp(Gamma)), U = M (beta V), Vn = U - W S.
-  Value decay = tb.map(gamma, f32(),
-                       [](OpBuilder &nested, Location loc, ValueRange args) {
-                         return math::ExpOp::create(nested, loc, args[0]);
-                       });
-  auto betaRows = [&](Value x, Value factor) {
-    ArrayRef<int64_t> shape = tensorTypeOf(x).getShape();
-    SmallVector<Value> inputs = {x, beta};
-    SmallVector<AffineMap> maps = {identity, rowMap};
-    if (factor) {
-      inputs.push_back(factor);
-      maps.push_back(identity);
-    }
-    return tb.mapIndexed(
-        {attr(shape[0]), attr(shape[1])}, inputs, maps, f32(),
-        [](OpBuilder &nested, Location loc, ValueRange args) -> Value {
-          Value r = arith::MulFOp::create(nested, loc, args[0], args[1]);
-          if (args.size() > 2)
-            r = arith::MulFOp::create(nested, loc, r, args[2]);
-          return r;
-        });
-  };
-  Value w = tb.matmul(m, betaRows(k, decay), false, false);
-  Value u = tb.matmul(m, betaRows(v, Value()), false, false);
-  Value pseudoValues = subtract(u, tb.matmul(w, state, false, false));
-
-  // O = (Q exp(Gamma)) S + Aqk Vn.
-  Value qDecayed = tb.multiply(q, decay);
-  Value out = tb.add(tb.matmul(qDecayed, state, false, false),
-                     tb.matmul(aqk, pseudoValues, false, false));
-
-  // S' = exp(Gamma_last) S + (K exp(Gamma_last - Gamma))^T Vn.
-  Value lastRow = rowOf(gamma, attr(chunk - 1));
-  Value kDecayed = scaleByDecay(k, gamma, lastRow, -1.0);
-  Value stateDecayed = tb.mapIndexed(
-      {attr(keyDim), attr(valueDim)}, ValueRange{state, lastRow},
-      {identity, rowMap}, f32(),
-      [](OpBuilder &nested, Location loc, ValueRange args) -> Value {
-        Value factor = math::ExpOp::create(nested, loc, args[1]);
-        return arith::MulFOp::create(nested, loc, args[0], factor);
-      });
-  Value next =
-      tb.add(stateDecayed, tb.matmul(kDecayed, pseudoValues, true, false));
-  return {out, next};
+  f.decay = tb.map(gamma, f32(),
+                   [](OpBuilder &nested, Location loc, ValueRange args) {
+                     return math::ExpOp::create(nested, loc, args[0]);
+                   });
+  f.kBeta = scaleRows(k, beta, f.decay);
+  f.vBeta = scaleRows(v, beta);
+  f.w = tb.matmul(f.m, f.kBeta, false, false);
+  f.u = tb.matmul(f.m, f.vBeta, false, false);
+  f.pseudoValues = subtract(f.u, tb.matmul(f.w, state, false, false));
+  f.qDecayed = tb.multiply(q, f.decay);
+  f.lastRow = rowOf(gamma, attr(chunk - 1));
+  f.kDecayed = scaleByDecay(k, gamma, f.lastRow, -1.0);
+  return f;
 }
 
+Value KDATiler::chunkOutput(const ChunkForward &f) {
+  // O = (Q exp(Gamma)) S + Aqk Vn.
+  return tb.add(tb.matmul(f.qDecayed, f.state, false, false),
+                tb.matmul(f.aqk, f.pseudoValues, false, false));
+}
+
+Value KDATiler::chunkNextState(const ChunkForward &f) {
+  // S' = exp(Gamma_last) S + (K exp(Gamma_last - Gamma))^T Vn.
+  Value lastDecay = tb.map(
+      f.lastRow, f32(), [](OpBuilder &nested, Location loc, ValueRange args) {
+        return math::ExpOp::create(nested, loc, args[0]);
+      });
+  Value stateDecayed = scaleRows(f.state, lastDecay);
+  return tb.add(stateDecayed,
+                tb.matmul(f.kDecayed, f.pseudoValues, true, false));
+}
+
+//===----------------------------------------------------------------------===//
+// The forward of moe.kda
+//===----------------------------------------------------------------------===//
+
 std::pair<Value, Value> KDATiler::build(KDAOp op) {
+  int64_t keyDim = config.keyDim, valueDim = config.valueDim;
   Type elementOut = tensorTypeOf(op.getOutput()).getElementType();
   Value batch = tensor::DimOp::create(b, op.getQuery(), 0);
   Value length = tensor::DimOp::create(b, op.getQuery(), 1);
@@ -460,25 +487,9 @@ std::pair<Value, Value> KDATiler::build(KDAOp op) {
     b.setInsertionPoint(forall.getTerminator());
 
     // The incoming state of this (batch, head), as [K, V].
-    Value state;
-    if (Value initial = op.getInitialState()) {
-      int64_t d2 = valueMajor ? valueDim : keyDim;
-      int64_t d3 = valueMajor ? keyDim : valueDim;
-      state = tensor::ExtractSliceOp::create(
-          b, RankedTensorType::get({d2, d3}, f32()), initial,
-          ArrayRef<OpFoldResult>{bi, hi, attr(0), attr(0)},
-          ArrayRef<OpFoldResult>{attr(1), attr(1), attr(d2), attr(d3)},
-          ArrayRef<OpFoldResult>{attr(1), attr(1), attr(1), attr(1)});
-      if (valueMajor) {
-        Value init = tensor::EmptyOp::create(
-            b, ArrayRef<int64_t>{keyDim, valueDim}, f32());
-        state =
-            linalg::TransposeOp::create(b, state, init, ArrayRef<int64_t>{1, 0})
-                ->getResult(0);
-      }
-    } else {
-      state = tb.filled({attr(keyDim), attr(valueDim)}, f32(), 0.0);
-    }
+    Value state = op.getInitialState()
+                      ? stateOf(op.getInitialState(), bi, hi, valueMajor)
+                      : tb.filled({attr(keyDim), attr(valueDim)}, f32(), 0.0);
     Value headOut = tensor::EmptyOp::create(
         b, ArrayRef<OpFoldResult>{padded, attr(valueDim)}, f32());
 
@@ -486,29 +497,17 @@ std::pair<Value, Value> KDATiler::build(KDAOp op) {
         b, b.getLoc(), idx(0), numChunks, idx(1), ValueRange{state, headOut},
         [&](OpBuilder &nested, Location loc, Value c, ValueRange args) {
           ImplicitLocOpBuilder nb(loc, nested);
-          KDATiler inner(nb, chunk, subChunk, reference, path, exponentLimit,
-                         scale, keyDim, valueDim);
+          KDATiler inner(nb, config);
           Value start = arith::MulIOp::create(
               nb, c, arith::ConstantIndexOp::create(nb, chunk));
           auto slice = [&](Value x, int64_t width) {
-            auto type =
-                width ? RankedTensorType::get({chunk, width}, nb.getF32Type())
-                      : RankedTensorType::get({chunk}, nb.getF32Type());
-            SmallVector<OpFoldResult> offsets = {bi, start, hi};
-            SmallVector<OpFoldResult> sizes = {
-                nb.getIndexAttr(1), nb.getIndexAttr(chunk), nb.getIndexAttr(1)};
-            if (width) {
-              offsets.push_back(nb.getIndexAttr(0));
-              sizes.push_back(nb.getIndexAttr(width));
-            }
-            SmallVector<OpFoldResult> strides(sizes.size(), nb.getIndexAttr(1));
-            return tensor::ExtractSliceOp::create(nb, type, x, offsets, sizes,
-                                                  strides)
-                .getResult();
+            return sliceChunk(nb, loc, x, bi, start, hi, chunk, width);
           };
-          auto [out, next] = inner.chunkStep(
+          ChunkForward f = inner.chunkForward(
               slice(q, keyDim), slice(k, keyDim), slice(v, valueDim),
               slice(g, keyDim), slice(beta, 0), args[0]);
+          Value out = inner.chunkOutput(f);
+          Value next = inner.chunkNextState(f);
           Value headUpdated = tensor::InsertSliceOp::create(
               nb, out, args[1],
               ArrayRef<OpFoldResult>{start, nb.getIndexAttr(0)},
@@ -586,19 +585,21 @@ void MoETileLinearAttentionPass::runOnOperation() {
   }
 
   DecayBounds bounds(root);
-  SmallVector<KDAOp> ops;
-  root->walk([&](KDAOp op) { ops.push_back(op); });
-  for (KDAOp op : ops) {
-    // Tiles are static: [C, K] and [K, V]. (The verifier already requires a
+  // Decides the diagonal path of one op the same way for the forward and
+  // the backward, and says so in a remark; fails on a dynamic V.
+  auto configure = [&](Operation *op, StringRef what, Value query, Value value,
+                       Value logDecay,
+                       double scale) -> std::optional<TilingConfig> {
+    // Tiles are static: [C, K] and [K, V]. (The verifiers already require a
     // static K.)
-    if (tensorTypeOf(op.getValue()).isDynamicDim(3)) {
-      op.emitOpError("needs a static value dimension V to be tiled");
-      return signalPassFailure();
+    if (tensorTypeOf(value).isDynamicDim(3)) {
+      op->emitOpError("needs a static value dimension V to be tiled");
+      return std::nullopt;
     }
-    RankedTensorType qType = tensorTypeOf(op.getQuery());
+    RankedTensorType qType = tensorTypeOf(query);
     Type operandType = qType.getElementType();
     TileSafetyVerdict verdict =
-        bounds.checkTile(op.getLogDecay(), subChunkSize, *ref, operandType);
+        bounds.checkTile(logDecay, subChunkSize, *ref, operandType);
     DiagonalPath path;
     std::string why;
     std::string boundText =
@@ -622,18 +623,49 @@ void MoETileLinearAttentionPass::runOnOperation() {
       path = DiagonalPath::PerPosition;
       why = "per-position diagonal tiles, not proven (" + numbers + ")";
     }
-    op.emitRemark() << "kda tiled with chunk "
-                    << static_cast<int64_t>(chunkSize) << ", sub-chunk "
-                    << static_cast<int64_t>(subChunkSize) << ": " << why;
+    op->emitRemark() << what << " tiled with chunk "
+                     << static_cast<int64_t>(chunkSize) << ", sub-chunk "
+                     << static_cast<int64_t>(subChunkSize) << ": " << why;
+    return TilingConfig{chunkSize,
+                        subChunkSize,
+                        *ref,
+                        path,
+                        verdict.limit,
+                        scale,
+                        qType.getDimSize(3),
+                        tensorTypeOf(value).getDimSize(3)};
+  };
 
+  SmallVector<Operation *> ops;
+  root->walk([&](Operation *op) {
+    if (isa<KDAOp, KDAGradOp>(op))
+      ops.push_back(op);
+  });
+  for (Operation *op : ops) {
     OpBuilder builder(op);
-    ImplicitLocOpBuilder b(op.getLoc(), builder);
-    KDATiler tiler(b, chunkSize, subChunkSize, *ref, path, verdict.limit,
-                   op.getScaleOrDefault(), qType.getDimSize(3),
-                   tensorTypeOf(op.getValue()).getDimSize(3));
-    auto [output, finalState] = tiler.build(op);
-    op.getOutput().replaceAllUsesWith(output);
-    op.getFinalState().replaceAllUsesWith(finalState);
-    op.erase();
+    ImplicitLocOpBuilder b(op->getLoc(), builder);
+    if (auto kda = dyn_cast<KDAOp>(op)) {
+      std::optional<TilingConfig> config =
+          configure(op, "kda", kda.getQuery(), kda.getValue(),
+                    kda.getLogDecay(), kda.getScaleOrDefault());
+      if (!config)
+        return signalPassFailure();
+      KDATiler tiler(b, *config);
+      auto [output, finalState] = tiler.build(kda);
+      kda.getOutput().replaceAllUsesWith(output);
+      kda.getFinalState().replaceAllUsesWith(finalState);
+      kda.erase();
+      continue;
+    }
+    auto grad = cast<KDAGradOp>(op);
+    std::optional<TilingConfig> config =
+        configure(op, "kda_grad", grad.getQuery(), grad.getValue(),
+                  grad.getLogDecay(), grad.getScaleOrDefault());
+    if (!config)
+      return signalPassFailure();
+    KDATiler tiler(b, *config);
+    SmallVector<Value> gradients = tiler.buildGrad(grad);
+    grad->replaceAllUsesWith(gradients);
+    grad.erase();
   }
 }

@@ -99,6 +99,52 @@ Value mlir::moe::buildGatedActivation(OpBuilder &b, Location loc, Value a,
   return arith::MulFOp::create(b, loc, gate, up);
 }
 
+std::pair<Value, Value>
+mlir::moe::buildGatedActivationGrad(OpBuilder &b, Location loc, Value a,
+                                    Value u, std::optional<double> gateBeta,
+                                    std::optional<double> upBeta) {
+  Type type = a.getType();
+  auto constant = [&](double v) { return floatConstant(b, loc, type, v); };
+  auto mul = [&](Value l, Value r) -> Value {
+    return arith::MulFOp::create(b, loc, l, r);
+  };
+  auto add = [&](Value l, Value r) -> Value {
+    return arith::AddFOp::create(b, loc, l, r);
+  };
+  // sech^2(v) = 4 e / (1 + e)^2 with e = exp(-2 |v|) <= 1.
+  auto sech2 = [&](Value v) -> Value {
+    Value twice = mul(math::AbsFOp::create(b, loc, v), constant(-2.0));
+    Value e = math::ExpOp::create(b, loc, twice);
+    Value onePlus = add(constant(1.0), e);
+    return arith::DivFOp::create(b, loc, mul(constant(4.0), e),
+                                 mul(onePlus, onePlus));
+  };
+  Value sig = buildSigmoid(b, loc, a);
+  Value sigNeg = buildSigmoid(b, loc, arith::NegFOp::create(b, loc, a));
+  // g(a) and g'(a): silu, or beta tanh(a / beta) sigmoid(a).
+  Value gate, gateGrad;
+  if (gateBeta) {
+    Value scaled = arith::DivFOp::create(b, loc, a, constant(*gateBeta));
+    Value capped =
+        mul(math::TanhOp::create(b, loc, scaled), constant(*gateBeta));
+    gate = mul(capped, sig);
+    gateGrad = add(mul(sech2(scaled), sig), mul(gate, sigNeg));
+  } else {
+    gate = mul(a, sig);
+    gateGrad = add(sig, mul(gate, sigNeg));
+  }
+  // c(u) and c'(u): u and 1, or beta tanh(u / beta) and sech^2(u / beta).
+  Value up = u, upGrad;
+  if (upBeta) {
+    Value scaled = arith::DivFOp::create(b, loc, u, constant(*upBeta));
+    up = mul(math::TanhOp::create(b, loc, scaled), constant(*upBeta));
+    upGrad = sech2(scaled);
+  }
+  Value dA = mul(gateGrad, up);
+  Value dU = upGrad ? mul(gate, upGrad) : gate;
+  return {dA, dU};
+}
+
 //===----------------------------------------------------------------------===//
 // TensorBuilder
 //===----------------------------------------------------------------------===//

@@ -48,6 +48,50 @@ def MoEDecompose : Pass<"moe-decompose"> {
   ];
 }
 
+def MoEBuildTrainingStep
+    : Pass<"moe-build-training-step", "::mlir::ModuleOp"> {
+  let summary = "Build the gradient and the training step of every moe.model";
+  let description = [{
+    Implements the contract of docs/Training.md. Every `moe.model @M`
+    becomes three functions of its packed parameters (`getParamLayout`
+    order, `P` fp32 scalars):
+
+    * `@M(params, tokens, labels) -> loss`: the forward, as
+      `-convert-moe-model-to-func` builds it;
+    * `@M_grad(params, tokens, labels) -> (loss, grad: tensor<Pxf32>)`: the
+      model decomposed (`populateDecomposeLayerPatterns`) and differentiated
+      in reverse (`moe/Dialect/MoE/Transforms/ReverseMode.h`): moe ops
+      through `DifferentiableOpInterface`, upstream ops (`linalg`
+      structured ops, tensor reshapes, slices, concatenations, element-wise
+      `arith` on tensors) by the rules of ReverseMode.cpp. Buffer slots
+      (router biases) get a zero gradient;
+    * `@M_train_step(params, m, v, tokens, labels, hyper: tensor<8xf32>) ->
+      (loss, params, m, v, metrics: tensor<Mxf32>)`: global gradient norm,
+      clipping by `max_grad_norm` (off when `<= 0`), AdamW (ALGORITHMS.md
+      7.4; no decoupled decay on `no_weight_decay` parameters), buffers left
+      to the balancer: each router bias slot takes its `moe.moe_ffn`'s
+      `next_bias`. `hyper = [lr, beta1, beta2, eps, weight_decay,
+      max_grad_norm, 1/(1-beta1^t), 1/(1-beta2^t)]`. `metrics = [grad norm
+      before clipping, MaxVio of each MoE layer (max(load)/mean(load) - 1),
+      the loads of each MoE layer]`, named entry by entry by the function's
+      `moe.metric_names` (`grad_norm`, `<ffn>.max_vio`, then `<ffn>.load`
+      once per expert, where `<ffn>` is the router bias's name without
+      `.router_bias`, e.g. `layers.0.ffn`).
+
+    Errors (located): an op between the parameters and the loss that cannot
+    be differentiated, a router bias that is not a `buffer` param, a
+    `@M_grad` or `@M_train_step` that already exists.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::func::FuncDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::tensor::TensorDialect",
+    "::mlir::moe::MoEDialect"
+  ];
+}
+
 def MoEPrintModelSummary : Pass<"moe-print-model-summary", "::mlir::ModuleOp"> {
   let summary = "Print each model's layers, parameters and active parameters";
   let description = [{
@@ -64,7 +108,7 @@ def MoEPrintModelSummary : Pass<"moe-print-model-summary", "::mlir::ModuleOp"> {
 
 
 def MoETileLinearAttention : Pass<"moe-tile-linear-attention"> {
-  let summary = "Chunk moe.kda into tiles, dense on the diagonal only where proven safe";
+  let summary = "Chunk moe.kda and moe.kda_grad into tiles, dense on the diagonal only where proven safe";
   let description = [{
     Lowers every `moe.kda` op into the chunked WY/UT algorithm of
     ALGORITHMS.md sections 1.4-1.6 on tensors: an `scf.forall` over
@@ -91,6 +135,12 @@ def MoETileLinearAttention : Pass<"moe-tile-linear-attention"> {
 
     Every kda op gets a remark that says which path it took and why, with
     the bound, the exponent, the limit and the margin.
+
+    `moe.kda_grad` is lowered by the same pass into the chunked backward of
+    section 1.7 (a forward sweep storing each chunk's incoming state, then a
+    reverse sweep that recomputes each chunk and carries the state adjoint),
+    with its diagonal path decided the same way and reported by a
+    `kda_grad tiled with ...` remark.
     `test-force-dense` takes the dense path regardless of the proof; it
     exists to show what the proof prevents.
   }];
@@ -628,6 +678,87 @@ def MoEFuseRouting : Pass<"moe-fuse-routing"> {
     "::mlir::math::MathDialect",
     "::mlir::scf::SCFDialect",
     "::mlir::tensor::TensorDialect"
+  ];
+}
+
+def MoELowerRoutingGrad : Pass<"moe-lower-routing-grad"> {
+  let summary = "Lower the gradient ops of routing, dispatch, experts and combine";
+  let description = [{
+    Lowers the backward of the MoE FFN (ALGORITHMS.md sections 4.1, 6 and
+    7.1), the ops that `DifferentiableOpInterface` builds for `moe.route`,
+    `moe.dispatch`, `moe.expert_ffn`, `moe.glu_ffn` and `moe.combine`, into
+    tensor-level IR. They read the forward's values (indices, source_slot,
+    expert_offsets, weights, expert outputs) as SSA values, so this pass may
+    run before or after `-moe-fuse-routing`:
+
+    * `moe.route_grad`: the k selected scores are recomputed by a gather of
+      the selected router rows, the logit gradient
+      `scaling / S (dw - <dw, s> / S) s (1 - s)` per token-slot, the input
+      gradient by a gather of the same rows, and the router-weight gradient
+      by one fp32 contraction over tokens of the dense `[N, E]` logit
+      gradient (zero where unselected): deterministic, no atomics.
+    * `moe.dispatch_grad`: the inverse of source_slot, then each token sums
+      its k slot rows in slot order (the gather of `moe.combine` with unit
+      weights).
+    * `moe.expert_ffn_grad`: an `scf.forall` over experts; each walks its
+      rows in `row-tile` tiles (an `scf.for`, padded with zeros), recomputes
+      the gate and up GEMMs, forms `dh = dy W_down^T`, the activation's
+      derivatives (SwiGLU, SiTU-GLU with overflow-free `sech^2`), the input
+      gradient of the tile, and accumulates `x^T da`, `x^T du`, `h^T dy`
+      into its own fp32 weight gradients: grouped GEMMs over the
+      expert-sorted rows, no two experts writing one value. Experts without
+      rows get zeros.
+    * `moe.glu_ffn_grad`: the same math on whole tensors, weight gradients
+      contracted over every leading dimension.
+    * `moe.combine_grad`: `dy[n] w[n, i]` gathered per row and
+      `dw[n, i] = <out[row(n, i)], dy[n]>` through the inverse of
+      source_slot, in fp32.
+
+    Requirements: static `d`, `E` and widths (the token count may be
+    dynamic). An op that fails them gets an error and the pass fails.
+  }];
+  let options = [
+    Option<"rowTile", "row-tile", "int64_t", "32",
+           "Rows per tile of the grouped expert gradient GEMMs">
+  ];
+  let statistics = [
+    Statistic<"numLowered", "num-lowered",
+              "Number of routing gradient ops lowered">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+}
+
+def MoEProfileOps : Pass<"moe-profile-ops", "::mlir::ModuleOp"> {
+  let summary = "Time every moe op of the program with the CPU timer runtime";
+  let description = [{
+    Opt-in instrumentation ("where did the time go"). Every op of the moe
+    dialect inside a function (forward and gradient ops alike; nested moe
+    ops count with their outermost one) is bracketed by
+
+      func.call @moe_prof_begin(%id, %name) : (i64, !llvm.ptr) -> ()
+      ... the op ...
+      func.call @moe_prof_end(%id) : (i64) -> ()
+
+    where `%id` numbers the op kinds of the module in order of first
+    appearance and `%name` is the address of an internal constant string
+    holding the kind's name (`moe.kda`, `moe.rms_norm`, ...). The calls have
+    side effects, so the code each op lowers to stays between them; ops
+    that a later pass fuses with others (routing, dispatch, experts and
+    combine in -moe-fuse-routing) are timed where the fused code lands.
+    The CPU runtime (lib/CpuRuntime) sums the time per kind and prints a
+    table to stderr when the program exits. moe-lower-to-cpu runs this
+    pass right after -moe-decompose when its `profile` option is set.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::func::FuncDialect",
+    "::mlir::LLVM::LLVMDialect"
   ];
 }
 

@@ -47,6 +47,15 @@ Value buildGatedActivation(OpBuilder &b, Location loc, Value a, Value u,
                            std::optional<double> gateBeta,
                            std::optional<double> upBeta);
 
+/// The partial derivatives `(dh/da, dh/du)` of buildGatedActivation at the
+/// scalars `a`, `u` (ALGORITHMS.md section 6). `sech^2(v) = 4e / (1 + e)^2`
+/// with `e = exp(-2|v|)` and `sigmoid(a) sigmoid(-a)` keep every term finite
+/// for inputs of any magnitude.
+std::pair<Value, Value> buildGatedActivationGrad(OpBuilder &b, Location loc,
+                                                 Value a, Value u,
+                                                 std::optional<double> gateBeta,
+                                                 std::optional<double> upBeta);
+
 /// `(d0, ..., d{numDims-1}) -> (d{dims[0]}, d{dims[1]}, ...)`.
 AffineMap dimsMap(MLIRContext *ctx, int64_t numDims, ArrayRef<int64_t> dims);
 

@@ -1,0 +1,11 @@
+// RUN: moe-opt %s -moe-contractions-to-blas -verify-diagnostics
+
+// The runtime's symbol, taken by something else.
+// expected-error @below {{uses the symbol @moe_cpu_contract_f32, which -moe-contractions-to-blas reserves for the runtime's contraction}}
+func.func private @moe_cpu_contract_f32(index)
+
+func.func @clash(%a: memref<?x?xf32>, %b: memref<?x?xf32>, %c: memref<?x?xf32>) {
+  linalg.matmul ins(%a, %b : memref<?x?xf32>, memref<?x?xf32>)
+                outs(%c : memref<?x?xf32>)
+  return
+}

@@ -1,0 +1,121 @@
+// RUN: moe-opt %s --moe-tile-linear-attention="chunk-size=8 sub-chunk-size=4" --split-input-file --verify-diagnostics | FileCheck %s --implicit-check-not=moe.kda_grad
+// RUN: moe-opt %s --moe-tile-linear-attention="chunk-size=8 sub-chunk-size=4 runtime-guard=false" --split-input-file 2>&1 | FileCheck %s --check-prefix=NOGUARD
+// RUN: moe-opt %s --moe-tile-linear-attention="chunk-size=8 sub-chunk-size=4 test-force-dense=true" --split-input-file 2>&1 | FileCheck %s --check-prefix=FORCED
+
+// The backward of -moe-tile-linear-attention (moe.kda_grad, ALGORITHMS.md
+// section 1.7): per (batch, head) a forward sweep over the chunks that
+// stores each chunk's incoming state, then a reverse sweep that recomputes
+// the chunk (with the forward's diagonal paths) and carries the state
+// adjoint. The diagonal path is decided exactly as for moe.kda.
+
+// A bounded gate: the diagonal tiles are proven safe, so both the recompute
+// and the backward pairwise terms are dense: no guard, no per-position
+// reduction.
+
+// CHECK-LABEL: func.func @bounded
+// CHECK: moe.decay_gate
+// CHECK: scf.forall (%[[B:.*]], %[[H:.*]]) in (%{{.*}}, 2) shared_outs({{.*}}) -> (tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2xf32>, tensor<?x2x8x4xf32>)
+// The forward sweep stores the incoming state of every chunk.
+// CHECK: scf.for %[[C:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}, %[[STARTS:.*]] = %{{.*}}) -> (tensor<8x4xf32>, tensor<?x8x4xf32>)
+// CHECK: tensor.insert_slice %{{.*}} into %[[STARTS]][%[[C]], 0, 0] [1, 8, 4] [1, 1, 1] : tensor<8x4xf32> into tensor<?x8x4xf32>
+// CHECK: scf.for %{{.*}} iter_args(%{{.*}}) -> (tensor<8x8xf32>)
+// The reverse sweep: chunk N - 1 - i, its stored state, the state adjoint
+// and the per-head gradients.
+// CHECK: scf.for %[[I:.*]] = %{{.*}} to %[[N:.*]] step %{{.*}} iter_args(%{{.*}}) -> (tensor<8x4xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x8xf32>, tensor<?xf32>)
+// CHECK: %[[LAST:.*]] = arith.subi %[[N]], %{{.*}} : index
+// CHECK: %[[RC:.*]] = arith.subi %[[LAST]], %[[I]] : index
+// CHECK: tensor.extract_slice %{{.*}}[%[[RC]], 0, 0] [1, 8, 4] [1, 1, 1] : tensor<?x8x4xf32> to tensor<8x4xf32>
+// CHECK-NOT: scf.if
+// CHECK: scf.yield %{{.*}} : tensor<8x4xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x8xf32>, tensor<?xf32>
+// CHECK: scf.forall.in_parallel
+// CHECK-COUNT-6: tensor.parallel_insert_slice
+// CHECK: return
+
+// NOGUARD: remark: kda_grad tiled with chunk 8, sub-chunk 4: dense diagonal tiles, proven safe (bound -5.00, mid reference over 4 rows: exponent 10.00 vs limit 87.34 for f32, margin 77.34)
+// FORCED: remark: kda_grad tiled with chunk 8, sub-chunk 4: dense diagonal tiles forced by test-force-dense
+func.func @bounded(%q: tensor<?x?x2x8xf32>, %k: tensor<?x?x2x8xf32>, %v: tensor<?x?x2x4xf32>,
+                   %z: tensor<?x?x2x8xf32>, %beta: tensor<?x?x2xf32>, %b: tensor<2x8xf32>,
+                   %do: tensor<?x?x2x4xf32>)
+    -> (tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x8xf32>,
+        tensor<?x?x2xf32>, tensor<?x2x8x4xf32>) {
+  %g = moe.decay_gate <bounded, g_min = -5.0> %z, %b
+      : (tensor<?x?x2x8xf32>, tensor<2x8xf32>) -> tensor<?x?x2x8xf32>
+  // expected-remark @+1 {{kda_grad tiled with chunk 8, sub-chunk 4: dense diagonal tiles, proven safe (bound -5.00, mid reference over 4 rows: exponent 10.00 vs limit 87.34 for f32, margin 77.34)}}
+  %dq, %dk, %dv, %dg, %dbeta, %ds0 = moe.kda_grad %q, %k, %v, %g, %beta output_adjoint(%do)
+      : (tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x8xf32>,
+         tensor<?x?x2xf32>, tensor<?x?x2x4xf32>)
+      -> (tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x8xf32>,
+          tensor<?x?x2xf32>, tensor<?x2x8x4xf32>)
+  return %dq, %dk, %dv, %dg, %dbeta, %ds0 : tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>,
+      tensor<?x?x2x4xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2xf32>, tensor<?x2x8x4xf32>
+}
+
+// -----
+
+// A log decay of unknown origin is never proven: each diagonal tile of the
+// reverse sweep is guarded once, and the one verdict picks both the
+// recomputed forward tile (Aqk, KK) and its backward pairwise terms (dQ, dK
+// of the row side, dK of the column side), dense or per position.
+
+// CHECK-LABEL: func.func @guarded
+// CHECK: scf.for
+// CHECK: scf.if
+// CHECK: scf.for
+// The reverse sweep.
+// CHECK: scf.for
+// CHECK: %[[SAFE:.*]] = arith.cmpf ole, %{{.*}}, %{{.*}} : f32
+// CHECK: scf.if %[[SAFE]] -> (tensor<4x4xf32>, tensor<4x4xf32>)
+// CHECK: scf.if %[[SAFE]] -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+// CHECK: } else {
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]} ins({{.*}} : tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) outs({{.*}} : tensor<4x8xf32>, tensor<4x8xf32>)
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]} ins({{.*}} : tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) outs({{.*}} : tensor<4x8xf32>)
+// CHECK: return
+
+// Without the guard: per-position tiles only.
+// NOGUARD: remark: kda_grad tiled with chunk 8, sub-chunk 4: per-position diagonal tiles, not proven (bound none, mid reference over 4 rows: exponent INF vs limit 87.34 for f32, margin -INF)
+// NOGUARD-LABEL: func.func @guarded
+// NOGUARD-NOT: scf.if
+// NOGUARD: outs({{.*}} : tensor<4x8xf32>, tensor<4x8xf32>)
+// NOGUARD-NOT: scf.if
+// NOGUARD: return
+// FORCED: remark: kda_grad tiled with chunk 8, sub-chunk 4: dense diagonal tiles forced by test-force-dense (bound none
+func.func @guarded(%q: tensor<?x?x2x8xf32>, %k: tensor<?x?x2x8xf32>, %v: tensor<?x?x2x4xf32>,
+                   %g: tensor<?x?x2x8xf32>, %beta: tensor<?x?x2xf32>, %do: tensor<?x?x2x4xf32>)
+    -> (tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x8xf32>,
+        tensor<?x?x2xf32>, tensor<?x2x8x4xf32>) {
+  // expected-remark @+1 {{kda_grad tiled with chunk 8, sub-chunk 4: runtime-guarded diagonal tiles, not proven (bound none, mid reference over 4 rows: exponent INF vs limit 87.34 for f32, margin -INF)}}
+  %dq, %dk, %dv, %dg, %dbeta, %ds0 = moe.kda_grad %q, %k, %v, %g, %beta output_adjoint(%do)
+      : (tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x8xf32>,
+         tensor<?x?x2xf32>, tensor<?x?x2x4xf32>)
+      -> (tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x8xf32>,
+          tensor<?x?x2xf32>, tensor<?x2x8x4xf32>)
+  return %dq, %dk, %dv, %dg, %dbeta, %ds0 : tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>,
+      tensor<?x?x2x4xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2xf32>, tensor<?x2x8x4xf32>
+}
+
+// -----
+
+// Value-major states: the initial state and the final-state adjoint are
+// transposed in, the initial-state gradient out; element types and static
+// shapes of the results are restored.
+
+// CHECK-LABEL: func.func @value_major_bf16
+// CHECK-COUNT-2: linalg.transpose ins(%{{.*}} : tensor<4x8xf32>) outs(%{{.*}} : tensor<8x4xf32>) permutation = [1, 0]
+// CHECK: arith.constant 2.500000e-01 : f32
+// CHECK: %[[DS0:.*]] = linalg.transpose ins(%{{.*}} : tensor<?x2x8x4xf32>) outs(%{{.*}} : tensor<?x2x4x8xf32>) permutation = [0, 1, 3, 2]
+// CHECK: %[[CAST:.*]] = tensor.cast %[[DS0]] : tensor<?x2x4x8xf32> to tensor<3x2x4x8xf32>
+// CHECK: return %{{.*}}, %{{.*}}, %[[CAST]] : tensor<3x?x2x8xbf16>, tensor<3x?x2xf32>, tensor<3x2x4x8xf32>
+func.func @value_major_bf16(%q: tensor<3x?x2x8xbf16>, %k: tensor<3x?x2x8xbf16>,
+    %v: tensor<3x?x2x4xbf16>, %g: tensor<3x?x2x8xf32>, %beta: tensor<3x?x2xf32>,
+    %s0: tensor<3x2x4x8xf32>, %do: tensor<3x?x2x4xbf16>, %ds: tensor<3x2x4x8xf32>)
+    -> (tensor<3x?x2x8xbf16>, tensor<3x?x2xf32>, tensor<3x2x4x8xf32>) {
+  // expected-remark @+1 {{runtime-guarded diagonal tiles, not proven (bound none}}
+  %dq, %dk, %dv, %dg, %dbeta, %ds0 = moe.kda_grad %q, %k, %v, %g, %beta initial_state(%s0)
+      output_adjoint(%do) final_state_adjoint(%ds)
+      {scale = 0.25 : f64, state_layout = #moe.state_layout<value_major>}
+      : (tensor<3x?x2x8xbf16>, tensor<3x?x2x8xbf16>, tensor<3x?x2x4xbf16>, tensor<3x?x2x8xf32>,
+         tensor<3x?x2xf32>, tensor<3x2x4x8xf32>, tensor<3x?x2x4xbf16>, tensor<3x2x4x8xf32>)
+      -> (tensor<3x?x2x8xbf16>, tensor<3x?x2x8xbf16>, tensor<3x?x2x4xbf16>, tensor<3x?x2x8xf32>,
+          tensor<3x?x2xf32>, tensor<3x2x4x8xf32>)
+  return %dq, %dbeta, %ds0 : tensor<3x?x2x8xbf16>, tensor<3x?x2xf32>, tensor<3x2x4x8xf32>
+}
