@@ -25,8 +25,7 @@ int main(int argc, char **argv) {
       sizes.push_back(std::atol(argv[i]));
   }
   if (sizes.empty() || sizes.size() % 3 != 0 || repeat < 1) {
-    std::fprintf(stderr, "usage: %s [--repeat=N] M N K [M N K ...]\n",
-                 argv[0]);
+    std::fprintf(stderr, "usage: %s [--repeat=N] M N K [M N K ...]\n", argv[0]);
     return 2;
   }
   unsigned state = 12345;

@@ -25,8 +25,7 @@ Tensor load(StringRef path) {
   return Tensor{array.shape, array.toF64()};
 }
 
-std::vector<int64_t> loadIntegers(StringRef path,
-                                  std::vector<int64_t> &shape) {
+std::vector<int64_t> loadIntegers(StringRef path, std::vector<int64_t> &shape) {
   npy::Array array = exitOnErr(npy::readFile(path));
   if (npy::isFloat(array.dtype))
     exitOnErr(makeError(path + ": expected an integer array, found " +
@@ -38,8 +37,7 @@ std::vector<int64_t> loadIntegers(StringRef path,
 void storeAs(StringRef path, const Tensor &tensor, StringRef dtypeName) {
   std::optional<npy::DType> dtype = npy::parseDTypeName(dtypeName);
   if (!dtype || !npy::isFloat(*dtype))
-    exitOnErr(makeError("--dtype must be f32 or f64, not '" + dtypeName +
-                        "'"));
+    exitOnErr(makeError("--dtype must be f32 or f64, not '" + dtypeName + "'"));
   npy::Array array = npy::Array::fromF64(tensor.shape, tensor.data);
   exitOnErr(npy::writeFile(path, array.convertTo(*dtype)));
 }

@@ -1,4 +1,4 @@
-//===- Reference.h - shared pieces of moe-reference ---------------*- C++ -*-===//
+//===- Reference.h - shared pieces of moe-reference -------------*- C++ -*-===//
 //
 // Part of the moe-mlir project.
 //
@@ -44,8 +44,7 @@ Tensor load(llvm::StringRef path);
 std::vector<int64_t> loadIntegers(llvm::StringRef path,
                                   std::vector<int64_t> &shape);
 /// Writes `tensor` as `dtype` ("f32" or "f64").
-void storeAs(llvm::StringRef path, const Tensor &tensor,
-             llvm::StringRef dtype);
+void storeAs(llvm::StringRef path, const Tensor &tensor, llvm::StringRef dtype);
 /// Fails unless `tensor` has `expected` (-1 matches any size).
 void expectShape(const Tensor &tensor, llvm::StringRef name,
                  llvm::ArrayRef<int64_t> expected);

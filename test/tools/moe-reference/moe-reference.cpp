@@ -111,7 +111,6 @@ static cl::SubCommand mlaAttentionCmd(
     "causal softmax attention with an optional sigmoid output gate "
     "(section 3.5): mla_attention Q K V [GATE] -o O [--lse=LSE] [--scale=S]");
 
-
 static cl::SubCommandGroup allCmds(
     {&l2NormCmd, &rmsNormCmd, &decayGateCmd, &shortConvCmd, &crossEntropyCmd,
      &embeddingCmd, &kdaCmd, &kdaChunkedCmd, &moeFFNCmd, &qbBalanceCmd,

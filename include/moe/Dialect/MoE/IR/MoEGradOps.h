@@ -1,4 +1,4 @@
-//===- MoEGradOps.h - moe gradient ops ---------------------------*- C++ -*-===//
+//===- MoEGradOps.h - moe gradient ops --------------------------*- C++ -*-===//
 //
 // Part of the moe-mlir project.
 //
