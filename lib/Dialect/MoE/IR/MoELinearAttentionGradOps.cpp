@@ -41,46 +41,20 @@ double KDAGradOp::getScaleOrDefault() {
 }
 
 LogicalResult KDAGradOp::verify() {
-  if (failed(verifyShape(*this, "query", getQuery().getType(),
-                         {kAnyDim, kAnyDim, kAnyDim, kAnyDim})))
-    return failure();
-  ArrayRef<int64_t> qShape = getQuery().getType().getShape();
-  int64_t batch = qShape[0], length = qShape[1], heads = qShape[2],
-          keyDim = qShape[3];
-  if (ShapedType::isDynamic(keyDim))
-    return emitOpError("expects a static head dimension K");
-  if (failed(verifyShape(*this, "key", getKey().getType(), qShape)) ||
-      failed(verifyShape(*this, "value", getValue().getType(),
-                         {batch, length, heads, kAnyDim})))
-    return failure();
-  int64_t valueDim = dimOf(getValue().getType(), 3);
-  if (failed(
-          verifyShape(*this, "log_decay", getLogDecay().getType(), qShape)) ||
-      failed(verifyShape(*this, "beta", getBeta().getType(),
-                         {batch, length, heads})) ||
-      failed(verifyShape(*this, "output_adjoint", getOutputAdjoint().getType(),
-                         {batch, length, heads, valueDim})))
-    return failure();
-  if (getOutputAdjoint().getType().getElementType() !=
-      getValue().getType().getElementType())
-    return emitOpError("expects the output_adjoint element type ")
-           << getOutputAdjoint().getType().getElementType()
-           << " to match the value's " << getValue().getType().getElementType();
-
-  SmallVector<int64_t> stateShape =
-      getStateLayout() == StateLayout::KeyMajor
-          ? SmallVector<int64_t>{batch, heads, keyDim, valueDim}
-          : SmallVector<int64_t>{batch, heads, valueDim, keyDim};
-  if (getInitialState() &&
-      failed(verifyShape(*this, "initial_state", getInitialState().getType(),
-                         stateShape)))
+  Value initialState = getInitialState();
+  FailureOr<SmallVector<int64_t>> stateShape = verifyKDAOperands(
+      *this, getQuery().getType(), getKey().getType(), getValue().getType(),
+      getLogDecay().getType(), getBeta().getType(),
+      initialState ? initialState.getType() : Type(), "output_adjoint",
+      getOutputAdjoint().getType(), getStateLayout() == StateLayout::KeyMajor);
+  if (failed(stateShape))
     return failure();
   if (getFinalStateAdjoint() &&
       failed(verifyShape(*this, "final_state_adjoint",
-                         getFinalStateAdjoint().getType(), stateShape)))
+                         getFinalStateAdjoint().getType(), *stateShape)))
     return failure();
   if (failed(verifyShape(*this, "d_initial_state", getDInitialState().getType(),
-                         stateShape)))
+                         *stateShape)))
     return failure();
 
   // Each gradient has the type of the value it belongs to.

@@ -91,3 +91,39 @@ SmallVector<int64_t> verification::concatDims(ArrayRef<int64_t> dims,
   result.append(tail.begin(), tail.end());
   return result;
 }
+
+FailureOr<SmallVector<int64_t>> verification::verifyKDAOperands(
+    Operation *op, Type query, Type key, Type value, Type logDecay, Type beta,
+    Type initialState, StringRef outputName, Type output, bool keyMajor) {
+  if (failed(verifyShape(op, "query", query,
+                         {kAnyDim, kAnyDim, kAnyDim, kAnyDim})))
+    return failure();
+  ArrayRef<int64_t> qShape = cast<RankedTensorType>(query).getShape();
+  int64_t batch = qShape[0], length = qShape[1], heads = qShape[2],
+          keyDim = qShape[3];
+  if (ShapedType::isDynamic(keyDim))
+    return op->emitOpError("expects a static head dimension K");
+  if (failed(verifyShape(op, "key", key, qShape)) ||
+      failed(verifyShape(op, "value", value, {batch, length, heads, kAnyDim})))
+    return failure();
+  int64_t valueDim = dimOf(value, 3);
+  if (failed(verifyShape(op, "log_decay", logDecay, qShape)) ||
+      failed(verifyShape(op, "beta", beta, {batch, length, heads})) ||
+      failed(verifyShape(op, outputName, output,
+                         {batch, length, heads, valueDim})))
+    return failure();
+  Type outputElement = cast<ShapedType>(output).getElementType();
+  Type valueElement = cast<ShapedType>(value).getElementType();
+  if (outputElement != valueElement)
+    return op->emitOpError("expects the ")
+           << outputName << " element type " << outputElement
+           << " to match the value's " << valueElement;
+
+  SmallVector<int64_t> stateShape =
+      keyMajor ? SmallVector<int64_t>{batch, heads, keyDim, valueDim}
+               : SmallVector<int64_t>{batch, heads, valueDim, keyDim};
+  if (initialState &&
+      failed(verifyShape(op, "initial_state", initialState, stateShape)))
+    return failure();
+  return stateShape;
+}

@@ -48,6 +48,17 @@ SmallVector<int64_t> leadingDims(Type type);
 /// `dims` followed by `tail`.
 SmallVector<int64_t> concatDims(ArrayRef<int64_t> dims, ArrayRef<int64_t> tail);
 
+/// The operand checks that moe.kda and moe.kda_grad share: q and k of one
+/// [B, T, H, K] shape with a static K, v [B, T, H, V], log_decay like q,
+/// beta [B, T, H], `output` (named `outputName`: the forward's output or the
+/// gradient's output adjoint) [B, T, H, V] with v's element type, and the
+/// optional initial state. Returns the state shape of the layout
+/// ([B, H, K, V] when `keyMajor`, else [B, H, V, K]).
+FailureOr<SmallVector<int64_t>>
+verifyKDAOperands(Operation *op, Type query, Type key, Type value,
+                  Type logDecay, Type beta, Type initialState,
+                  StringRef outputName, Type output, bool keyMajor);
+
 } // namespace mlir::moe::verification
 
 #endif // MOE_LIB_DIALECT_MOE_IR_VERIFYUTILS_H
