@@ -34,7 +34,7 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tool_dirs = [config.moe_tools_dir, config.llvm_tools_dir]
 tools = ["moe-opt", "moe-compile", "moe-driver-bigram", "moe-run", "moe-npy", "moe-reference", "mlir-runner",
-         "mlir-translate"]
+         "mlir-translate", "moe-import-config"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
 # PTX is assembled where the CUDA toolkit is installed.
