@@ -17,7 +17,9 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
 
 #include <cmath>
 
@@ -49,11 +51,7 @@ int64_t KimiConfig::numMLALayers() const {
 }
 
 std::string mlir::moe::modelNameFromFileName(StringRef fileName) {
-  StringRef stem = fileName;
-  size_t slash = stem.find_last_of('/');
-  if (slash != StringRef::npos)
-    stem = stem.drop_front(slash + 1);
-  stem = stem.take_front(stem.find('.'));
+  StringRef stem = llvm::sys::path::stem(fileName);
   std::string name;
   for (char c : stem)
     name.push_back(llvm::isAlnum(c) || c == '_' ? c : '_');
@@ -188,9 +186,23 @@ public:
     std::string list;
     for (StringRef choice : choices)
       list += (list.empty() ? "\"" : ", \"") + choice.str() + "\"";
-    error(key, "unsupported value \"" + *s + "\" (expected " + list + ")" +
-                   unsupportedNote);
+    error(key, "unsupported value \"" + *s + "\"" +
+                   (unsupportedNote.empty() ? "" : ": " + unsupportedNote) +
+                   " (expected " + list + ")");
     return std::nullopt;
+  }
+
+  /// An integer that, when given, must equal `expected`; `why` says what
+  /// another value would need.
+  void requireInt(StringRef key, int64_t expected, StringRef why) {
+    const json::Value *value = get(key);
+    if (!value)
+      return;
+    std::optional<int64_t> n = value->getAsInteger();
+    if (n && *n == expected)
+      return;
+    error(key, "unsupported value " + describe(*value) + ": " + why +
+                   " (expected " + Twine(expected) + ")");
   }
 
   /// A nested object, or nullptr (with an error if it is not an object).
@@ -341,7 +353,6 @@ static std::optional<json::Value> parseJSON(StringRef text,
 }
 
 /// Reads `linear_attn_config`'s layer lists into `config.fullAttention`.
-/// Returns whether any layer is a KDA layer.
 static void readLayerKinds(ObjectReader &linear, int64_t numLayers,
                            KimiConfig &config, Reporter &reporter) {
   // 0: unassigned, 1: KDA, 2: MLA; with the list index that assigned it.
@@ -378,7 +389,7 @@ static void readLayerKinds(ObjectReader &linear, int64_t numLayers,
   config.fullAttention.assign(numLayers, false);
   for (int64_t layer = 0; layer < numLayers; ++layer) {
     if (kind[layer].first == 0 && hasFullList) {
-      reporter.error(linear.keyPath("kda_layers"),
+      reporter.error("linear_attn_config",
                      "layer " + Twine(layer + 1) +
                          " is in neither kda_layers nor full_attn_layers");
       continue;
@@ -525,7 +536,8 @@ mlir::moe::parseKimiConfig(StringRef json,
   config.tieWordEmbeddings =
       top.getBool("tie_word_embeddings", false, false).value_or(false);
   top.getChoice("hidden_act", false, {"silu"},
-                " (SiTU-GLU is moe_mlir.ffn_activation)");
+                "the FFNs are SwiGLU, or SiTU-GLU through "
+                "moe_mlir.ffn_activation");
 
   // Layer kinds. Without linear_attn_config every layer is MLA.
   if (layers) {
@@ -586,17 +598,21 @@ mlir::moe::parseKimiConfig(StringRef json,
           "a finite positive number"))
     config.routedScalingFactor = *rsf;
   top.getChoice("moe_router_activation_func", false, {"sigmoid"},
-                " (the router scores are sigmoids)");
+                "the router's scores are sigmoids");
   if (std::optional<bool> renorm = top.getBool("moe_renormalize", false);
       renorm && !*renorm)
     top.error("moe_renormalize", "unsupported value false: the router "
                                  "always renormalises the top-k weights");
-  top.getInt("moe_layer_freq", 1, 1, false);
-  top.getInt("num_nextn_predict_layers", 0, 0, false);
+  top.requireInt("moe_layer_freq", 1,
+                 "every layer after first_k_dense_replace is a MoE layer");
+  top.requireInt("num_nextn_predict_layers", 0,
+                 "multi-token prediction layers are not supported");
   // Group-limited routing with one group is plain top-k.
   top.getBool("use_grouped_topk", false);
-  top.getInt("num_expert_group", 1, 1, false);
-  top.getInt("topk_group", 1, 1, false);
+  top.requireInt("num_expert_group", 1,
+                 "group-limited routing is not "
+                 "supported");
+  top.requireInt("topk_group", 1, "group-limited routing is not supported");
 
   if (const json::Object *extra = top.getObject("moe_mlir")) {
     ObjectReader reader(*extra, "moe_mlir", reporter);
@@ -647,7 +663,7 @@ mlir::moe::parseKimiConfig(StringRef json,
   double total = 2 * config.vocabSize * d + config.numLayers() * perLayer;
   if (total > kMaxParameters) {
     reporter.error("", "the model would have about " +
-                           ObjectReader::formatNumber(total) +
+                           llvm::formatv("{0:e2}", total) +
                            " parameters; more than 1e13 is refused");
     return failure();
   }

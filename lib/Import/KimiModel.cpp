@@ -127,6 +127,20 @@ private:
   }
   bool defaultEps() const { return c.rmsNormEps == 1e-5; }
 
+  /// `%result = moe.rms_norm %input, %weight`, wrapped before the types
+  /// when too long.
+  void rmsNorm(const std::string &result, const std::string &input,
+               const std::string &weight) {
+    std::string head = "  %" + result + " = moe.rms_norm %" + input + ", %" +
+                       weight +
+                       (defaultEps() ? "" : " {" + epsAttr("epsilon") + "}");
+    std::string types = ": " + act + ", " + tensor({c.hiddenSize});
+    if (head.size() + 1 + types.size() <= kLineWidth)
+      os << head << " " << types << "\n";
+    else
+      os << head << "\n      " << types << "\n";
+  }
+
   /// Emits the input of sub-layer `s` (`kind` is "mixer" or "ffn") and
   /// returns the value the sub-layer reads: the residual stream or the
   /// AttnRes mix, normalised.
@@ -211,9 +225,7 @@ std::string ModelWriter::subLayerInput(int64_t layer, StringRef kind,
   param(normW, key(layer, kind.str() + "_norm.weight"), "<ones>",
         " no_weight_decay", vec);
   std::string in = name(layer, kind, "in");
-  os << "  %" << in << " = moe.rms_norm %" << source << ", %" << normW
-     << (defaultEps() ? "" : " {" + epsAttr("epsilon") + "}") << " : " << act
-     << ", " << vec << "\n";
+  rmsNorm(in, source, normW);
   return in;
 }
 
@@ -460,9 +472,7 @@ void ModelWriter::write() {
     section("output: final norm and loss head");
   }
   param("final_norm_w", "final_norm.weight", "<ones>", " no_weight_decay", vec);
-  os << "  %out = moe.rms_norm %" << normed << ", %final_norm_w"
-     << (defaultEps() ? "" : " {" + epsAttr("epsilon") + "}") << " : " << act
-     << ", " << vec << "\n";
+  rmsNorm("out", normed, "final_norm_w");
   std::string head = "embed_w";
   if (!c.tieWordEmbeddings) {
     head = "lm_head_w";

@@ -134,9 +134,10 @@ importKimiConfig(StringRef json, MLIRContext *context,
                  StringRef sourceName = "config.json",
                  StringRef defaultModelName = "kimi_linear");
 
-/// A model symbol name derived from a file name: the stem with characters
-/// other than letters, digits and '_' turned into '_' (kimi-tiny.json ->
-/// kimi_tiny), prefixed with '_' when it would start with a digit.
+/// A model symbol name derived from a file name: the name without its
+/// folder and last extension, other characters than letters, digits and '_'
+/// turned into '_' (dir/kimi-tiny.json -> kimi_tiny), prefixed with '_' when
+/// it would start with a digit.
 std::string modelNameFromFileName(StringRef fileName);
 
 } // namespace mlir::moe
