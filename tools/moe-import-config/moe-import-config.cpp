@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "moe/Analysis/ModelSummary.h"
+#include "moe/Import/HFNames.h"
 #include "moe/Import/KimiConfig.h"
 
 #include "mlir/IR/AsmState.h"
@@ -49,6 +50,56 @@ static cl::opt<bool>
                           "stderr (default on; --summary=false for none)"),
                  cl::init(true), cl::cat(importCategory));
 
+static cl::opt<bool> hfNames(
+    "hf-names",
+    cl::desc("Write the table of parameter names instead of the model: one "
+             "line per parameter, its moe.param name, its Hugging Face "
+             "checkpoint name ({e}: the expert index) and 'transposed' or "
+             "'per-expert' where the layouts differ"),
+    cl::init(false), cl::cat(importCategory));
+static cl::list<std::string> hfLookup(
+    "hf-lookup",
+    cl::desc("Resolve a Hugging Face checkpoint name to its moe.param (and "
+             "expert) instead of writing the model; repeatable"),
+    cl::value_desc("name"), cl::cat(importCategory));
+
+/// Writes `name`'s table row: "PARAM HFNAME [transposed] [per-expert]".
+static void printHFName(llvm::raw_ostream &os, const moe::HFParamName &name) {
+  os << name.paramName << " " << name.hfName;
+  if (name.transposed)
+    os << " transposed";
+  if (name.perExpert)
+    os << " per-expert";
+  os << "\n";
+}
+
+/// What --hf-names and --hf-lookup write for `model`. Returns whether every
+/// looked-up name resolved.
+static bool writeHFNames(moe::ModelOp model, llvm::raw_ostream &os) {
+  SmallVector<moe::HFParamName> names = moe::getHFParamNames(model);
+  if (hfNames)
+    for (const moe::HFParamName &name : names)
+      printHFName(os, name);
+  bool resolved = true;
+  for (const std::string &key : hfLookup) {
+    std::optional<moe::HFNameMatch> match = moe::matchHFName(names, key);
+    if (!match) {
+      llvm::WithColor::error(llvm::errs(), "moe-import-config")
+          << "'" << key << "' names no parameter of @" << model.getSymName()
+          << "\n";
+      resolved = false;
+      continue;
+    }
+    os << key << " -> " << match->entry->paramName;
+    if (match->expert)
+      os << " expert " << *match->expert;
+    if (match->entry->transposed)
+      os << " transposed";
+    os << "\n";
+  }
+  return resolved;
+}
+
 static int importConfig() {
   std::string errorMessage;
   std::unique_ptr<llvm::MemoryBuffer> input =
@@ -83,12 +134,19 @@ static int importConfig() {
         << errorMessage << "\n";
     return 1;
   }
-  out->os() << imported->text;
+  bool namesOnly = hfNames || !hfLookup.empty();
+  bool resolved = true;
+  if (namesOnly) {
+    for (moe::ModelOp model : imported->module->getOps<moe::ModelOp>())
+      resolved &= writeHFNames(model, out->os());
+  } else {
+    out->os() << imported->text;
+  }
   out->keep();
   if (printSummary)
     for (moe::ModelOp model : imported->module->getOps<moe::ModelOp>())
       moe::printModelSummary(moe::summarizeModel(model), llvm::errs());
-  return 0;
+  return resolved ? 0 : 1;
 }
 
 int main(int argc, char **argv) {
