@@ -98,6 +98,15 @@ public:
       return nullptr;
     return value;
   }
+  /// The value of `key` as get() gives it; an error when it is not given
+  /// and `required`.
+  const json::Value *lookup(StringRef key, bool required) {
+    const json::Value *value = get(key);
+    if (!value && required)
+      error(key, "missing required key");
+    return value;
+  }
+
   /// Whether `key` is given (present and not null); marks it as known.
   bool has(StringRef key) {
     used.insert(key);
@@ -117,12 +126,9 @@ public:
   std::optional<int64_t> getInt(StringRef key, int64_t lo, int64_t hi,
                                 bool required,
                                 std::optional<int64_t> fallback = {}) {
-    const json::Value *value = get(key);
-    if (!value) {
-      if (required)
-        error(key, "missing required key");
+    const json::Value *value = lookup(key, required);
+    if (!value)
       return fallback;
-    }
     return checkInt(*value, keyPath(key), lo, hi);
   }
 
@@ -131,12 +137,9 @@ public:
                                   std::optional<double> fallback,
                                   function_ref<bool(double)> valid,
                                   StringRef expected) {
-    const json::Value *value = get(key);
-    if (!value) {
-      if (required)
-        error(key, "missing required key");
+    const json::Value *value = lookup(key, required);
+    if (!value)
       return fallback;
-    }
     std::optional<double> number = value->getAsNumber();
     if (!number) {
       error(key, "expected a number, got " + describe(*value));
@@ -151,12 +154,9 @@ public:
 
   std::optional<bool> getBool(StringRef key, bool required,
                               std::optional<bool> fallback = {}) {
-    const json::Value *value = get(key);
-    if (!value) {
-      if (required)
-        error(key, "missing required key");
+    const json::Value *value = lookup(key, required);
+    if (!value)
       return fallback;
-    }
     if (std::optional<bool> b = value->getAsBoolean())
       return b;
     error(key, "expected true or false, got " + describe(*value));
@@ -164,12 +164,9 @@ public:
   }
 
   std::optional<std::string> getString(StringRef key, bool required) {
-    const json::Value *value = get(key);
-    if (!value) {
-      if (required)
-        error(key, "missing required key");
+    const json::Value *value = lookup(key, required);
+    if (!value)
       return std::nullopt;
-    }
     if (std::optional<StringRef> s = value->getAsString())
       return s->str();
     error(key, "expected a string, got " + describe(*value));
