@@ -166,6 +166,7 @@ int main(int argc, char **argv) {
       "Residuals, SiTU-GLU, MLA output\ngate; docs/ConfigImport.md), writes "
       "the model description and prints its\nlayer and parameter counts to "
       "stderr. An error names the file and the JSON\nkey and exits with "
-      "status 1; unknown keys are listed in a warning.\n");
+      "status 1; unknown keys are listed in a warning. --hf-names writes\n"
+      "the Hugging Face checkpoint name of every parameter instead.\n");
   return importConfig();
 }
