@@ -36,6 +36,11 @@ void moe_cpu_contract_f32(intptr_t aBase, int64_t aOffset, intptr_t bBase,
 void moe_prof_begin(int64_t id, const char *name);
 void moe_prof_end(int64_t id);
 
+/// Exits with status 1 after `error: <what> is <actual>, but <against> is
+/// <expected>` on stderr when the two sizes differ (-moe-insert-shape-checks).
+void moe_check_dim(int64_t actual, int64_t expected, const char *what,
+                   const char *against);
+
 } // extern "C"
 
 #endif // MOE_CPURUNTIME_CPURUNTIME_H

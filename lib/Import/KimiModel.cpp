@@ -641,8 +641,9 @@ mlir::moe::importKimiConfig(StringRef json, MLIRContext *context,
         verifierMessages += (verifierMessages.empty() ? "" : "; ") + diag.str();
       return success();
     });
-    result.module =
-        parseSourceString<ModuleOp>(body, ParserConfig(context), sourceName);
+    // Locations point into the generated text, not into the JSON: say so.
+    result.module = parseSourceString<ModuleOp>(
+        body, ParserConfig(context), (sourceName + " (imported)").str());
   }
   if (!result.module) {
     diagnostics.push_back(

@@ -41,10 +41,15 @@ using namespace mlir;
 
 void mlir::moe::addMoEToUpstreamPasses(
     OpPassManager &pm,
-    llvm::function_ref<void(OpPassManager &)> kernelGenerators) {
+    llvm::function_ref<void(OpPassManager &)> kernelGenerators,
+    bool shapeChecks) {
   // Passes that lower moe ops to upstream tensor-level IR go here, in order.
   // A whole model becomes a function of its packed parameters.
   pm.addPass(createConvertMoEModelToFunc());
+  // Run-time checks of the dynamic sizes the ops as written tie together,
+  // named by their operands (the layer ops', before they decompose).
+  if (shapeChecks)
+    pm.addPass(createMoEInsertShapeChecks());
   // Layer ops (moe.moe_ffn, ...) become primitive ops first.
   pm.addPass(createMoEDecompose());
   // A back end's kernel generators take the primitive ops they handle
@@ -90,11 +95,12 @@ void mlir::moe::buildLowerToCPUPipeline(OpPassManager &pm,
   // 1. moe -> upstream tensor IR; with `profile`, the primitive and gradient
   // ops left after the decomposition are bracketed by timer calls.
   if (options.profile)
-    addMoEToUpstreamPasses(pm, [](OpPassManager &nested) {
-      nested.addPass(createMoEProfileOps());
-    });
+    addMoEToUpstreamPasses(
+        pm,
+        [](OpPassManager &nested) { nested.addPass(createMoEProfileOps()); },
+        options.shapeChecks);
   else
-    addMoEToUpstreamPasses(pm);
+    addMoEToUpstreamPasses(pm, nullptr, options.shapeChecks);
 
   // 2. C wrappers. Done before any pass adds library declarations (math to
   // libm), which must keep their plain C signature.

@@ -106,7 +106,9 @@ The function's arguments and results must be ranked tensors of f32, f16, bf16,
 f64, i32, i64 or index. Floating-point arguments take f16/f32/f64 .npy arrays
 (converted to the argument's type); integer arguments take i32/i64 arrays.
 Every static dimension must match; a dynamic dimension takes the size of the
-file (moe-run cannot check that dynamic sizes agree across arguments).
+file. Dynamic sizes that an op ties together (a query's and a key's batch)
+are checked when the program runs, which stops with an error naming the op
+and both operand dimensions.
 Results are written as DIR/result0.npy, DIR/result1.npy, ...: float32 for
 f32/f16/bf16, float64 for f64, int64 for integers. Inputs, arguments,
 results and dimensions are numbered from 0. Every error is one line on

@@ -40,6 +40,13 @@ struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
                      "(-moe-profile-ops after -moe-decompose); the program "
                      "prints the time per op kind when it exits"),
       llvm::cl::init(false)};
+  PassOptions::Option<bool> shapeChecks{
+      *this, "shape-checks",
+      llvm::cl::desc("Check at run time that the dynamic sizes each moe op "
+                     "ties together agree (-moe-insert-shape-checks); the "
+                     "program must then be linked with, or the JIT load, the "
+                     "CPU runtime"),
+      llvm::cl::init(true)};
 };
 
 /// Options of the moe-lower-to-nvvm pipeline.
@@ -115,9 +122,11 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
 /// pass lowers is rejected by bufferization with "op was not bufferized".
 /// `kernelGenerators` adds a back end's kernel generators (the GPU's) right
 /// after the decomposition, ahead of the routing fusion and the tilings.
+/// `shapeChecks` adds -moe-insert-shape-checks once models are functions.
 void addMoEToUpstreamPasses(
     OpPassManager &pm,
-    llvm::function_ref<void(OpPassManager &)> kernelGenerators = nullptr);
+    llvm::function_ref<void(OpPassManager &)> kernelGenerators = nullptr,
+    bool shapeChecks = false);
 
 /// One-shot bufferization with identity layouts at function boundaries and
 /// buffer deallocation, shared by both back ends.

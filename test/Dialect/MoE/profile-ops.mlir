@@ -48,7 +48,7 @@ func.func @no_moe_ops(%a: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 // The timer's symbols, taken by something else.
-// expected-error @below {{uses the symbol @moe_prof_begin, which -moe-profile-ops reserves for the timer runtime}}
+// expected-error @below {{uses the symbol @moe_prof_begin, which -moe-profile-ops reserves for a run-time function of type '(i64, !llvm.ptr) -> ()'}}
 func.func private @moe_prof_begin(i32)
 
 func.func @clash(%h: tensor<?x?x64xf32>, %w: tensor<64xf32>) -> tensor<?x?x64xf32> {

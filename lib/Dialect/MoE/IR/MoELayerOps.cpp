@@ -250,8 +250,7 @@ LogicalResult AttnResOp::verify() {
                                 {"key_norm", getKeyNorm().getType()}})))
     return failure();
   // getExpectedNumSources adds up to two to sublayer / block_size.
-  if (getSublayer() / getBlockSize() >
-      std::numeric_limits<int64_t>::max() - 2)
+  if (getSublayer() / getBlockSize() > std::numeric_limits<int64_t>::max() - 2)
     return emitOpError("expects sub-layer ")
            << getSublayer() << " to read fewer than 2^63 - 1 sources "
            << "(block_size " << getBlockSize() << ")";

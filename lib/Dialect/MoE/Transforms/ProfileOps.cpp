@@ -12,8 +12,8 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/IR/SymbolTable.h"
 #include "moe/Dialect/MoE/Transforms/Passes.h"
+#include "moe/Dialect/MoE/Utils/RuntimeCalls.h"
 
 namespace mlir::moe {
 #define GEN_PASS_DEF_MOEPROFILEOPS
@@ -33,24 +33,6 @@ struct MoEProfileOpsPass
     : public moe::impl::MoEProfileOpsBase<MoEProfileOpsPass> {
   void runOnOperation() override;
 };
-
-/// The declaration of runtime function `name` of type `type` in `module`,
-/// created if missing; an error if the symbol is something else.
-FailureOr<func::FuncOp> getOrCreateDecl(ModuleOp module, StringRef name,
-                                        FunctionType type) {
-  if (Operation *existing = SymbolTable::lookupSymbolIn(module, name)) {
-    auto func = dyn_cast<func::FuncOp>(existing);
-    if (!func || func.getFunctionType() != type)
-      return existing->emitOpError("uses the symbol @")
-             << name << ", which -moe-profile-ops reserves for the timer "
-             << "runtime";
-    return func;
-  }
-  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
-  auto func = func::FuncOp::create(b, module.getLoc(), name, type);
-  func.setPrivate();
-  return func;
-}
 
 } // namespace
 
@@ -75,37 +57,24 @@ void MoEProfileOpsPass::runOnOperation() {
   Builder builder(context);
   auto ptrType = LLVM::LLVMPointerType::get(context);
   Type i64 = builder.getI64Type();
-  FailureOr<func::FuncOp> begin = getOrCreateDecl(
-      module, kBeginName, builder.getFunctionType({i64, ptrType}, {}));
-  FailureOr<func::FuncOp> end =
-      getOrCreateDecl(module, kEndName, builder.getFunctionType({i64}, {}));
+  FailureOr<func::FuncOp> begin = getOrCreateRuntimeDecl(
+      module, kBeginName, builder.getFunctionType({i64, ptrType}, {}),
+      "-moe-profile-ops");
+  FailureOr<func::FuncOp> end = getOrCreateRuntimeDecl(
+      module, kEndName, builder.getFunctionType({i64}, {}), "-moe-profile-ops");
   if (failed(begin) || failed(end))
     return signalPassFailure();
 
   // One id and one name string per op kind, in order of appearance.
-  llvm::StringMap<std::pair<int64_t, LLVM::GlobalOp>> kinds;
-  SymbolTable symbols(module);
-  OpBuilder globals = OpBuilder::atBlockBegin(module.getBody());
+  llvm::StringMap<int64_t> kinds;
+  RuntimeStrings names(module, kNamePrefix);
   for (Operation *op : ops) {
     StringRef kind = op->getName().getStringRef();
-    auto [it, inserted] = kinds.try_emplace(kind);
-    if (inserted) {
-      std::string bytes = kind.str();
-      bytes.push_back('\0');
-      auto type = LLVM::LLVMArrayType::get(builder.getI8Type(), bytes.size());
-      auto global = LLVM::GlobalOp::create(
-          globals, module.getLoc(), type, /*isConstant=*/true,
-          LLVM::Linkage::Internal,
-          (kNamePrefix + llvm::Twine(kinds.size() - 1)).str(),
-          builder.getStringAttr(bytes));
-      symbols.insert(global); // renames it if the name is taken
-      it->second = {int64_t(kinds.size() - 1), global};
-    }
-    auto [id, global] = it->second;
+    int64_t id = kinds.try_emplace(kind, kinds.size()).first->second;
     Location loc = op->getLoc();
     OpBuilder b(op);
     Value idValue = arith::ConstantIntOp::create(b, loc, i64, id);
-    Value name = LLVM::AddressOfOp::create(b, loc, global);
+    Value name = names.address(b, loc, kind);
     func::CallOp::create(b, loc, *begin, ValueRange{idValue, name});
     b.setInsertionPointAfter(op);
     func::CallOp::create(b, loc, *end, ValueRange{idValue});

@@ -762,4 +762,39 @@ def MoEProfileOps : Pass<"moe-profile-ops", "::mlir::ModuleOp"> {
   ];
 }
 
+def MoEInsertShapeChecks : Pass<"moe-insert-shape-checks", "::mlir::ModuleOp"> {
+  let summary = "Check at run time that the dynamic sizes an op ties agree";
+  let description = [{
+    The verifiers check the sizes that types make static. A dynamic size is
+    only known when the program runs, and an op whose operands disagree
+    there (a key with batch 1 next to a query with batch 2) would read past
+    the smaller buffer. This pass puts, before every moe op inside a
+    function, one call
+
+      func.call @moe_check_dim(%actual, %expected, %what, %against)
+          : (i64, i64, !llvm.ptr, !llvm.ptr) -> ()
+
+    per dimension that the op ties to another operand's dimension where at
+    least one of the two is dynamic: `%what` and `%against` are internal
+    constant strings naming the op, its source location and the two
+    operand dimensions (`moe.kda at m.mlir:4:12: dimension 0 (B) of key`).
+    The run-time function (lib/CpuRuntime/Checks.cpp, linked into the
+    executables moe-compile builds and loaded by moe-run) prints
+
+      error: moe.kda at m.mlir:4:12: dimension 0 (B) of key is 1, but
+      dimension 0 (B) of query is 2
+
+    and exits with status 1 when they differ. Static against static is the
+    verifier's job and emits nothing; sizes tied through arithmetic (slots
+    = tokens x top_k, heads x head_dim) are left to the verifier and the
+    ops' own lowering. moe-lower-to-cpu runs this pass first.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::func::FuncDialect",
+    "::mlir::tensor::TensorDialect",
+    "::mlir::LLVM::LLVMDialect"
+  ];
+}
+
 #endif // MOE_DIALECT_MOE_TRANSFORMS_PASSES_TD
