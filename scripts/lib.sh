@@ -97,6 +97,26 @@ moe_ninja() {
   ninja -C "$MOE_BUILD_DIR" -j "$MOE_JOBS" "$@"
 }
 
+# Prints "PASSED FAILED UNSUPPORTED" for lit's xunit file $1: lit writes a
+# <failure> element for FAIL, XPASS, UNRESOLVED and TIMEOUT, and <skipped>
+# for UNSUPPORTED.
+moe_count_xunit() {
+  python3 - "$1" <<'PY'
+import sys
+import xml.etree.ElementTree as ET
+
+passed = failed = skipped = 0
+for case in ET.parse(sys.argv[1]).getroot().iter("testcase"):
+    if case.find("failure") is not None or case.find("error") is not None:
+        failed += 1
+    elif case.find("skipped") is not None:
+        skipped += 1
+    else:
+        passed += 1
+print(passed, failed, skipped)
+PY
+}
+
 # Prints the C and C++ files that clang-format checks, NUL-separated: the
 # tracked ones, plus new ones not yet committed when run in a work tree.
 moe_cxx_files() {

@@ -36,23 +36,8 @@ if moe_ninja; then
   LIT_OPTS="${LIT_OPTS:-} --xunit-xml-output=$xml" moe_ninja check-moe
   lit_status=$?
   if [[ -f "$xml" ]]; then
-    # One line "PASSED FAILED UNSUPPORTED": lit writes a <failure> element for
-    # FAIL, XPASS, UNRESOLVED and TIMEOUT, and <skipped> for UNSUPPORTED.
-    read -r lit_passed lit_failed lit_skipped < <(python3 - "$xml" <<'PY'
-import sys
-import xml.etree.ElementTree as ET
-
-passed = failed = skipped = 0
-for case in ET.parse(sys.argv[1]).getroot().iter("testcase"):
-    if case.find("failure") is not None or case.find("error") is not None:
-        failed += 1
-    elif case.find("skipped") is not None:
-        skipped += 1
-    else:
-        passed += 1
-print(passed, failed, skipped)
-PY
-    ) || { lit_passed=0; lit_failed=0; lit_skipped=0; }
+    read -r lit_passed lit_failed lit_skipped < <(moe_count_xunit "$xml") ||
+      { lit_passed=0; lit_failed=0; lit_skipped=0; }
     moe_log "lit: $lit_passed passed, $lit_failed failed, $lit_skipped unsupported"
     passed=$((passed + lit_passed))
     failed=$((failed + lit_failed))

@@ -619,6 +619,12 @@ static LogicalResult linkExecutable(llvm::StringRef object,
     args.append({"-L" + libDir, "-Wl,-rpath," + libDir, "-Wl,--as-needed",
                  "-lmlir_c_runner_utils", "-lm"});
   }
+  // A sanitizer build's driver and runtime libraries are instrumented: the
+  // executable links the sanitizers' runtimes too.
+  for (llvm::StringRef flag :
+       llvm::split(llvm::StringRef(MOE_HOST_LINK_FLAGS), ' '))
+    if (!flag.empty())
+      args.push_back(flag.str());
   SmallVector<llvm::StringRef> argRefs(args.begin(), args.end());
   std::string message;
   int status = llvm::sys::ExecuteAndWait(*cxx, argRefs, std::nullopt, {}, 0, 0,

@@ -1,0 +1,1 @@
+func.func private @f() attributes {moe.a = #moe.decay_gate<bounded, g_min = 0.0>}

@@ -1,0 +1,4 @@
+func.func @f(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  %y = moe.l2_norm %x {test.adjoints = array<i64: 3>} : tensor<?x8xf32>
+  return %y : tensor<?x8xf32>
+}

@@ -1,0 +1,7 @@
+func.func @gated(%q: tensor<?x?x2x8xf32>, %k: tensor<?x?x2x8xf32>, %v: tensor<?x?x2x4xf32>,
+                 %g: tensor<?x?x2x4xf32>) -> (tensor<?x?x2x4xf32>, tensor<?x2x?xf32>) {
+  %o, %lse = moe.mla_attention %q, %k, %v gate(%g)
+      : (tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>)
+      -> (tensor<?x?x2x4xf32>, tensor<?x2x?xf32>)
+  return %o, %lse : tensor<?x?x2x4xf32>, tensor<?x2x?xf32>
+}
