@@ -44,6 +44,19 @@
 // RUN: sed -e 's/ tok\/s [0-9.]*//' %t/b.txt | grep '^step' > %t/b.steps
 // RUN: diff %t/a.steps %t/b.steps
 
+// Checkpoints of a compiled model: the router bias is saved with the
+// parameters, and 17 steps, a resume and 23 more give the same step lines
+// and the same final parameters (router bias included) as the run above.
+// RUN: %t/toy --steps=40 --seq-len=8 --batch=2 --lr=0.05 --eval-every=20 \
+// RUN:   --save-dir=%t/ckpt --stop-after=17 > %t/c.txt
+// RUN: moe-safetensors check %t/ckpt/step-00000017/model.safetensors | FileCheck %s --check-prefix=CKPT
+// CKPT: layers.0.ffn.router_bias F32 [4] bytes
+// RUN: %t/toy --resume=%t/ckpt --dump-params=%t/q > %t/d.txt
+// RUN: cat %t/c.txt %t/d.txt | sed -e 's/ tok\/s [0-9.]*//' | grep '^step' > %t/cd.steps
+// RUN: diff %t/a.steps %t/cd.steps
+// RUN: cmp %t/p/layers.0.ffn.router_bias.npy %t/q/layers.0.ffn.router_bias.npy
+// RUN: for f in %t/p/*.npy; do cmp $f %t/q/$(basename $f) || exit 1; done
+
 moe.model @toy(vocab_size = 256, hidden_size = 4) {
 ^bb0(%tokens: tensor<?x?xi32>, %labels: tensor<?x?xi32>):
   %table = moe.param "embed.weight" init <normal, std = 0.5> : tensor<256x4xf32>

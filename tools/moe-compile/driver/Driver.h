@@ -138,6 +138,10 @@ public:
   uint64_t below(uint64_t bound);
   /// Standard normal (Box-Muller).
   double normal();
+  /// The whole state, for checkpoints: setState(getState()) changes
+  /// nothing.
+  uint64_t getState() const { return state; }
+  void setState(uint64_t value) { state = value; }
 
 private:
   uint64_t state;
