@@ -57,6 +57,22 @@
 // RUN: cmp %t/p/layers.0.ffn.router_bias.npy %t/q/layers.0.ffn.router_bias.npy
 // RUN: for f in %t/p/*.npy; do cmp $f %t/q/$(basename $f) || exit 1; done
 
+// A step with a non-finite loss (MOE_TEST_POISON_STEPS runs step 5 on NaN
+// parameters) is skipped: every parameter and the router bias, which
+// quantile balancing rewrites at every other step, stay as they were.
+// RUN: env MOE_TEST_POISON_STEPS=5 %t/toy --steps=40 --seq-len=8 --batch=2 \
+// RUN:   --lr=0.05 --save-dir=%t/bad --save-every=1 --stop-after=6 | FileCheck %s --check-prefix=SKIP
+// SKIP: step 5 loss nan {{.*}} skipped (1 in a row, 1 in all)
+// SKIP-NEXT: saved checkpoint
+// SKIP-NEXT: {{^step 6 loss [0-9.]+ }}
+// RUN: moe-safetensors compare %t/bad/step-00000004/model.safetensors %t/bad/step-00000005/model.safetensors | FileCheck %s --check-prefix=UNCHANGED
+// UNCHANGED-DAG: layers.0.ffn.router_bias same
+// UNCHANGED-DAG: embed.weight same
+// UNCHANGED-NOT: differs
+// RUN: not moe-safetensors compare %t/bad/step-00000005/model.safetensors %t/bad/step-00000006/model.safetensors | FileCheck %s --check-prefix=CHANGED
+// CHANGED-DAG: layers.0.ffn.router_bias differs
+// CHANGED-DAG: embed.weight differs
+
 moe.model @toy(vocab_size = 256, hidden_size = 4) {
 ^bb0(%tokens: tensor<?x?xi32>, %labels: tensor<?x?xi32>):
   %table = moe.param "embed.weight" init <normal, std = 0.5> : tensor<256x4xf32>

@@ -9,6 +9,11 @@
 //       parses FILE with the checked reader and prints one line per tensor
 //       (`NAME DTYPE [shape] bytes [begin, end)`) and per metadata entry;
 //       on a violation, prints `error: <message>` and exits 1.
+//   moe-safetensors compare A B
+//       compares the tensors of two files by name: prints `NAME same` or
+//       `NAME differs` (dtype, shape or bytes) for each tensor of A, and
+//       `NAME missing` for one B lacks; exits 1 unless all are the same
+//       and B has no others.
 //   moe-safetensors sample FILE
 //       writes a file with the writer: tensors of several dtypes and ranks
 //       whose values a test can predict (element i of "a.f32" is i / 4,
@@ -36,22 +41,50 @@ using namespace moe_driver;
 
 namespace {
 int usage() {
-  std::fprintf(stderr,
-               "usage: moe-safetensors check FILE | sample FILE | raw FILE "
-               "HEADER DATA-BYTES [HEADER-LENGTH]\n");
+  std::fprintf(
+      stderr, "usage: moe-safetensors check FILE | compare A B | sample FILE | "
+              "raw FILE "
+              "HEADER DATA-BYTES [HEADER-LENGTH]\n");
   return 2;
 }
 
-int check(const std::string &path) {
-  std::vector<unsigned char> bytes;
+/// Reads and parses `path`; exits with the error.
+SafeTensorsHeader load(const std::string &path,
+                       std::vector<unsigned char> &bytes) {
   std::string error = readWholeFile(path, bytes);
   SafeTensorsHeader header;
   if (error.empty())
     error = parseSafeTensors(bytes.data(), bytes.size(), path, header);
   if (!error.empty()) {
     std::fprintf(stderr, "error: %s\n", error.c_str());
-    return 1;
+    std::exit(1);
   }
+  return header;
+}
+
+int compare(const std::string &a, const std::string &b) {
+  std::vector<unsigned char> bytesA, bytesB;
+  SafeTensorsHeader headerA = load(a, bytesA), headerB = load(b, bytesB);
+  bool same = headerA.tensors.size() == headerB.tensors.size();
+  for (const TensorEntry &tensor : headerA.tensors) {
+    const TensorEntry *other = headerB.find(tensor.name);
+    const char *verdict = "same";
+    if (!other)
+      verdict = "missing";
+    else if (other->dtype != tensor.dtype || other->shape != tensor.shape ||
+             std::memcmp(bytesA.data() + tensor.begin,
+                         bytesB.data() + other->begin,
+                         tensor.end - tensor.begin) != 0)
+      verdict = "differs";
+    same = same && std::strcmp(verdict, "same") == 0;
+    std::printf("%s %s\n", tensor.name.c_str(), verdict);
+  }
+  return same ? 0 : 1;
+}
+
+int check(const std::string &path) {
+  std::vector<unsigned char> bytes;
+  SafeTensorsHeader header = load(path, bytes);
   for (const auto &entry : header.metadata)
     std::printf("metadata %s = %s\n", entry.first.c_str(),
                 entry.second.c_str());
@@ -137,6 +170,8 @@ int main(int argc, char **argv) {
   std::string command = argv[1];
   if (command == "check" && argc == 3)
     return check(argv[2]);
+  if (command == "compare" && argc == 4)
+    return compare(argv[2], argv[3]);
   if (command == "sample" && argc == 3)
     return sample(argv[2]);
   if (command == "raw" && (argc == 5 || argc == 6))

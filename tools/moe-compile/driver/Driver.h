@@ -181,6 +181,9 @@ ByteSpan embeddedCorpus();
 
 /// Parses a decimal integer >= min (the whole text); false if it is not one.
 bool parseInteger(const std::string &text, int64_t &value, int64_t min);
+/// The value of the seed option `key`: a decimal integer in [0, 2^64).
+/// Fails with a message that says what is wrong otherwise.
+uint64_t parseSeed(const std::string &key, const std::string &value);
 
 //===----------------------------------------------------------------------===//
 // Memory the compiled code reads

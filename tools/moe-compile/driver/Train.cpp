@@ -26,6 +26,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <set>
 #include <string>
 #include <sys/stat.h>
 #include <vector>
@@ -298,15 +300,19 @@ int moe_driver::runTraining(int argc, char **argv, const Manifest &manifest) {
 
   // What a checkpoint records besides the tensors, and its restoration.
   float firstLoss = 0, lastLoss = 0;
+  // Skipped steps (non-finite loss or gradient norm): in a row, in all.
+  int64_t badInARow = 0, badSteps = 0;
   auto runState = [&]() {
-    return nlohmann::json{{"settings", trajectorySettings(options)},
-                          {"data",
-                           {{"source", corpus.source},
-                            {"train_tokens", corpus.train.size()},
-                            {"validation_tokens", corpus.validation.size()},
-                            {"train_rng", hexValue(trainRandom.getState())}}},
-                          {"first_loss", firstLoss},
-                          {"last_loss", lastLoss}};
+    return nlohmann::json{
+        {"settings", trajectorySettings(options)},
+        {"data",
+         {{"source", corpus.source},
+          {"train_tokens", corpus.train.size()},
+          {"validation_tokens", corpus.validation.size()},
+          {"train_rng", hexValue(trainRandom.getState())}}},
+        {"first_loss", firstLoss},
+        {"last_loss", lastLoss},
+        {"bad_steps", {{"in_a_row", badInARow}, {"total", badSteps}}}};
   };
   int64_t startStep = 0;
   if (!resumedFrom.empty()) {
@@ -336,6 +342,13 @@ int moe_driver::runTraining(int argc, char **argv, const Manifest &manifest) {
     };
     firstLoss = loss("first_loss");
     lastLoss = loss("last_loss");
+    nlohmann::json counters = resumed.value("bad_steps", nlohmann::json());
+    if (!counters.is_object() ||
+        !counters.value("in_a_row", nlohmann::json()).is_number_unsigned() ||
+        !counters.value("total", nlohmann::json()).is_number_unsigned())
+      bad("state.json has no bad_steps");
+    badInARow = counters["in_a_row"].get<int64_t>();
+    badSteps = counters["total"].get<int64_t>();
     std::printf("resumed from %s at step %ld\n", resumedFrom.c_str(),
                 static_cast<long>(startStep));
   }
@@ -376,6 +389,25 @@ int moe_driver::runTraining(int argc, char **argv, const Manifest &manifest) {
     return sum / static_cast<double>(options.evalBatches);
   };
 
+  // Test hook: MOE_TEST_POISON_STEPS=<n>[,<n>...] runs those steps on a
+  // copy of the parameters filled with NaN, a stand-in for a step that
+  // diverges (the step's results are then dropped).
+  std::set<int64_t> poisonSteps;
+  if (const char *list = std::getenv("MOE_TEST_POISON_STEPS")) {
+    std::string text = list;
+    for (size_t begin = 0; begin <= text.size();) {
+      size_t end = std::min(text.find(',', begin), text.size());
+      int64_t poisoned = 0;
+      if (!parseInteger(text.substr(begin, end - begin), poisoned, 1))
+        fail("MOE_TEST_POISON_STEPS expects step numbers separated by "
+             "commas, got '" +
+             text + "'");
+      poisonSteps.insert(poisoned);
+      begin = end + 1;
+    }
+  }
+  std::unique_ptr<Buffer<float>> poison;
+
   double stepSeconds = 0, evalSeconds = 0, intervalSeconds = 0;
   int64_t intervalTokens = 0;
   std::vector<float> metrics(static_cast<size_t>(manifest.numMetrics));
@@ -402,6 +434,12 @@ int moe_driver::runTraining(int argc, char **argv, const Manifest &manifest) {
 
     MemRef<float, 1> paramsRef = params.vector(), mRef = m.vector(),
                      vRef = v.vector(), hyperRef = hyper.vector();
+    if (poisonSteps.count(step)) {
+      if (!poison)
+        poison = std::make_unique<Buffer<float>>(scalars);
+      std::fill(poison->get(), poison->get() + scalars, NAN);
+      paramsRef = poison->vector();
+    }
     MemRef<int32_t, 2> inputsRef = inputs.matrix(batch, length);
     MemRef<int32_t, 2> labelsRef = labels.matrix(batch, length);
     TrainStepResults results;
@@ -417,10 +455,29 @@ int moe_driver::runTraining(int argc, char **argv, const Manifest &manifest) {
         results.m.allocated == results.v.allocated)
       fail("the train step returned one buffer for two of its results (the "
            "executable is damaged)");
-    params.adopt(results.params);
-    m.adopt(results.m);
-    v.adopt(results.v);
     takeMetrics(results.metrics, metrics);
+    float gradNorm = metrics[static_cast<size_t>(gradNormIndex)];
+    // A step whose loss or gradient norm is not finite changes nothing:
+    // its parameters, moments and router biases are dropped.
+    bool bad = !std::isfinite(loss) || !std::isfinite(gradNorm);
+    if (bad) {
+      for (const MemRef<float, 1> *result :
+           {&results.params, &results.m, &results.v}) {
+        if (result->allocated == params.vector().allocated ||
+            result->allocated == m.vector().allocated ||
+            result->allocated == v.vector().allocated)
+          fail("the train step updated its state in place, so a bad step "
+               "cannot be skipped (the executable is damaged)");
+        releaseResult(result->allocated);
+      }
+      ++badInARow;
+      ++badSteps;
+    } else {
+      params.adopt(results.params);
+      m.adopt(results.m);
+      v.adopt(results.v);
+      badInARow = 0;
+    }
     double elapsed = seconds(stepStart);
     stepSeconds += elapsed;
     intervalSeconds += elapsed;
@@ -428,15 +485,9 @@ int moe_driver::runTraining(int argc, char **argv, const Manifest &manifest) {
     if (step == 1)
       firstLoss = loss;
     lastLoss = loss;
-    if (!std::isfinite(loss)) {
-      std::printf("step %ld loss %.9g\n", static_cast<long>(step), loss);
-      std::fprintf(stderr, "error: the loss is not finite at step %ld\n",
-                   static_cast<long>(step));
-      return 2;
-    }
 
     bool last = step == options.steps;
-    bool log = step == 1 || last || step % options.logEvery == 0;
+    bool log = step == 1 || last || step % options.logEvery == 0 || bad;
     bool eval =
         options.evalEvery > 0 && (last || step % options.evalEvery == 0);
     if (log || eval) {
@@ -455,6 +506,9 @@ int moe_driver::runTraining(int argc, char **argv, const Manifest &manifest) {
                                      std::max(intervalSeconds, 1e-9));
       intervalTokens = 0;
       intervalSeconds = 0;
+      if (bad)
+        std::printf(" skipped (%ld in a row, %ld in all)",
+                    static_cast<long>(badInARow), static_cast<long>(badSteps));
       if (eval) {
         auto evalStart = std::chrono::steady_clock::now();
         double validationLoss = evaluate();
@@ -463,6 +517,17 @@ int moe_driver::runTraining(int argc, char **argv, const Manifest &manifest) {
       }
       std::printf("\n");
       std::fflush(stdout);
+    }
+
+    if (badInARow >= options.maxBadSteps) {
+      std::fprintf(
+          stderr,
+          "error: %ld steps in a row (%ld to %ld) had a non-finite "
+          "loss or gradient norm and were skipped; stopping "
+          "(--max-bad-steps=%ld)\n",
+          static_cast<long>(badInARow), static_cast<long>(step - badInARow + 1),
+          static_cast<long>(step), static_cast<long>(options.maxBadSteps));
+      return 2;
     }
 
     // Checkpoints: every --save-every steps, after the last, on a signal.
@@ -493,6 +558,10 @@ int moe_driver::runTraining(int argc, char **argv, const Manifest &manifest) {
   double total = seconds(programStart);
   double trained =
       static_cast<double>((options.steps - startStep) * batch * length);
+  if (badSteps > 0)
+    std::printf("skipped %ld of %ld steps (non-finite loss or gradient "
+                "norm)\n",
+                static_cast<long>(badSteps), static_cast<long>(options.steps));
   std::printf("loss %.6g -> %.6g after %ld steps (%.0f tokens)\n", firstLoss,
               lastLoss, static_cast<long>(options.steps), trained);
   std::printf("time: total %.3f s = init %.3f s + data %.3f s + step %.3f s "

@@ -97,6 +97,15 @@ void printTrainHelp(const char *argv0, const Manifest &manifest) {
       "last;\n"
       "                     0: never (default %ld)\n"
       "  --eval-batches=N   held-out batches per evaluation (default %ld)\n"
+      "  --max-bad-steps=N  stop (exit status 2) after N steps in a row "
+      "whose loss\n"
+      "                     or gradient norm is not finite (default %ld); "
+      "such a\n"
+      "                     step is skipped: parameters, moments and router "
+      "biases\n"
+      "                     stay as they were, its line ends with 'skipped "
+      "(<n> in\n"
+      "                     a row, <n> in all)'\n"
       "  --dump-params=DIR  after training, write every parameter as\n"
       "                     DIR/<name>.npy (f32)\n"
       "  --save-dir=DIR     write checkpoints DIR/step-<8 digits> "
@@ -130,8 +139,9 @@ void printTrainHelp(const char *argv0, const Manifest &manifest) {
       scheduleName(d.schedule), d.decayFraction, d.weightDecay, d.clip, d.beta1,
       d.beta2, d.eps, static_cast<long>(d.logEvery),
       static_cast<long>(d.evalEvery), static_cast<long>(d.evalBatches),
-      static_cast<long>(manifest.vocab), static_cast<long>(manifest.hidden),
-      manifest.params.size(), static_cast<long>(manifest.scalars),
+      static_cast<long>(d.maxBadSteps), static_cast<long>(manifest.vocab),
+      static_cast<long>(manifest.hidden), manifest.params.size(),
+      static_cast<long>(manifest.scalars),
       static_cast<long>(manifest.numMetrics), kTargetName);
 }
 
@@ -227,9 +237,7 @@ TrainOptions moe_driver::parseTrainOptions(int argc, char **argv,
     } else if (key == "--seq-len") {
       integer(options.length, 1);
     } else if (key == "--seed") {
-      int64_t seed = 0;
-      integer(seed, 0);
-      options.seed = static_cast<uint64_t>(seed);
+      options.seed = parseSeed(key, value);
     } else if (key == "--data") {
       options.dataPath = value;
     } else if (key == "--log-every") {
@@ -246,6 +254,8 @@ TrainOptions moe_driver::parseTrainOptions(int argc, char **argv,
       integer(options.saveEvery, 0);
     } else if (key == "--keep") {
       integer(options.keep, 0);
+    } else if (key == "--max-bad-steps") {
+      integer(options.maxBadSteps, 1);
     } else if (key == "--stop-after") {
       integer(options.stopAfter, 1);
     } else if (key == "--resume") {
@@ -344,14 +354,15 @@ Json moe_driver::trajectorySettings(const TrainOptions &o) {
               {"eval-every", o.evalEvery},
               {"eval-batches", o.evalBatches},
               {"save-every", o.saveEvery},
-              {"keep", o.keep}};
+              {"keep", o.keep},
+              {"max-bad-steps", o.maxBadSteps}};
 }
 
 namespace {
 /// The settings a resumed run takes when not given, but may change.
 bool isChangeable(const std::string &key) {
   return key == "log-every" || key == "eval-every" || key == "eval-batches" ||
-         key == "save-every" || key == "keep";
+         key == "save-every" || key == "keep" || key == "max-bad-steps";
 }
 } // namespace
 
@@ -406,6 +417,8 @@ void moe_driver::adoptSettings(TrainOptions &options, const Json &settings,
       integer(options.saveEvery);
     else if (key == "keep")
       integer(options.keep);
+    else if (key == "max-bad-steps")
+      integer(options.maxBadSteps);
     else if (key == "lr")
       number(options.lr);
     else if (key == "min-lr")

@@ -41,6 +41,8 @@ struct TrainOptions {
   int64_t saveEvery = 0, keep = 0;
   /// Stop (with a checkpoint) after this step; 0: at the end.
   int64_t stopAfter = 0;
+  /// Stop after this many skipped steps in a row.
+  int64_t maxBadSteps = 5;
   /// The options given on the command line ("--lr", ...).
   std::set<std::string> given;
 };
