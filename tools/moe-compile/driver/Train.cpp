@@ -3,18 +3,21 @@
 // Part of the moe-mlir project.
 //
 // The training program (docs/Training.md, "The executable"): fp32 master
-// parameters and AdamW moments live here; each step draws a batch of random
-// windows of the byte corpus, computes the learning rate of the schedule and
-// the bias corrections (in double), calls the compiled
-// @moe_model_train_step, keeps the parameters and moments it returns, and
+// parameters and AdamW moments live here; each step takes the next batch of
+// the training data's seeded shuffle (Data.h), computes the learning rate
+// of the schedule and the bias corrections (in double), calls the compiled
+// @moe_model_train_step, keeps the parameters and moments it returns (or
+// drops them when the step's loss or gradient norm is not finite), and
 // prints one line with the loss, learning rate, gradient norm, worst MoE
 // MaxVio and throughput. --eval-every runs the forward pass on held-out
-// batches. Everything is deterministic: the same seed, data and flags give
-// the same trajectory, bit for bit, on the CPU.
+// batches; --save-dir writes checkpoints (Checkpoint.h) that --resume
+// continues. Everything is deterministic: the same seed, data and flags
+// give the same trajectory, bit for bit, on the CPU.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Checkpoint.h"
+#include "Data.h"
 #include "Driver.h"
 #include "TrainOptions.h"
 
@@ -35,71 +38,6 @@
 using namespace moe_driver;
 
 namespace {
-
-//===----------------------------------------------------------------------===//
-// Data
-//===----------------------------------------------------------------------===//
-
-/// The training and validation bytes.
-struct Corpus {
-  std::string source;
-  std::vector<unsigned char> train, validation;
-};
-
-std::vector<unsigned char> readDataFile(const std::string &path) {
-  struct stat info;
-  if (stat(path.c_str(), &info) != 0)
-    fail("cannot open data file '" + path + "': " + std::strerror(errno));
-  if (S_ISDIR(info.st_mode))
-    fail("data file '" + path + "' is a directory");
-  FILE *file = std::fopen(path.c_str(), "rb");
-  if (!file)
-    fail("cannot open data file '" + path + "': " + std::strerror(errno));
-  std::vector<unsigned char> bytes;
-  unsigned char buffer[1 << 16];
-  size_t count = 0;
-  while ((count = std::fread(buffer, 1, sizeof(buffer), file)) > 0)
-    bytes.insert(bytes.end(), buffer, buffer + count);
-  bool failed = std::ferror(file) != 0;
-  std::fclose(file);
-  if (failed)
-    fail("cannot read data file '" + path + "'");
-  return bytes;
-}
-
-/// Splits `bytes` into blocks of min(4096, size/20) bytes; every 20th
-/// block goes to validation.
-Corpus splitCorpus(std::string source, const unsigned char *bytes,
-                   size_t size) {
-  Corpus corpus;
-  corpus.source = std::move(source);
-  size_t block = std::min<size_t>(4096, size / 20);
-  if (block == 0) {
-    corpus.train.assign(bytes, bytes + size);
-    return corpus;
-  }
-  for (size_t begin = 0, index = 0; begin < size; begin += block, ++index) {
-    size_t end = std::min(size, begin + block);
-    auto &part = index % 20 == 19 ? corpus.validation : corpus.train;
-    part.insert(part.end(), bytes + begin, bytes + end);
-  }
-  return corpus;
-}
-
-/// Fills one batch of inputs and next-byte labels with `batch` random
-/// windows of `text`.
-void drawBatch(const std::vector<unsigned char> &text, int64_t batch,
-               int64_t length, Random &random, int32_t *inputs,
-               int32_t *labels) {
-  uint64_t positions = text.size() - static_cast<size_t>(length);
-  for (int64_t b = 0; b < batch; ++b) {
-    size_t start = random.below(positions);
-    for (int64_t i = 0; i < length; ++i) {
-      inputs[b * length + i] = text[start + i];
-      labels[b * length + i] = text[start + i + 1];
-    }
-  }
-}
 
 //===----------------------------------------------------------------------===//
 // Buffers
@@ -231,34 +169,30 @@ int moe_driver::runTraining(int argc, char **argv, const Manifest &manifest) {
 
   // Data.
   auto dataStart = std::chrono::steady_clock::now();
-  if (manifest.vocab < 256)
-    fail("the training data are bytes (ids 0-255), but the model's "
-         "vocab_size is " +
-         std::to_string(manifest.vocab));
-  Corpus corpus;
-  if (options.dataPath.empty()) {
-    ByteSpan bytes = embeddedCorpus();
-    corpus = splitCorpus("the embedded corpus (Debian fortunes)", bytes.data,
-                         bytes.size);
-  } else {
-    std::vector<unsigned char> bytes = readDataFile(options.dataPath);
-    corpus = splitCorpus("data file '" + options.dataPath + "'", bytes.data(),
-                         bytes.size());
-  }
-  size_t window = static_cast<size_t>(length) + 1;
-  if (corpus.train.size() < window)
-    fail(corpus.source + " holds " +
-         std::to_string(corpus.train.size() + corpus.validation.size()) +
-         " bytes, of which " + std::to_string(corpus.train.size()) +
-         " are for training: too few for one window of seq-len + 1 = " +
-         std::to_string(window) + " bytes");
-  if (options.evalEvery > 0 && corpus.validation.size() < window)
-    fail(corpus.source + " holds " + std::to_string(corpus.validation.size()) +
-         " held-out bytes (every 20th block): too few for one window of "
-         "seq-len + 1 = " +
-         std::to_string(window) +
-         " bytes; use more data or drop "
-         "--eval-every");
+  Dataset data =
+      loadDataset(options.dataPath, options.validationPath,
+                  options.dataFormat == "bytes"    ? DataFormat::Bytes
+                  : options.dataFormat == "tokens" ? DataFormat::Tokens
+                                                   : DataFormat::Auto,
+                  static_cast<uint64_t>(manifest.vocab));
+  const char *unit = data.unit.c_str();
+  uint64_t window = static_cast<uint64_t>(length) + 1;
+  for (size_t i = 0; i < data.train.size(); ++i)
+    if (data.train[i].size() < window)
+      fail(data.names[i] + " holds " + std::to_string(data.sizes[i]) + " " +
+           unit + ", of which " + std::to_string(data.train[i].size()) +
+           " are for training: too few for one window of seq-len + 1 = " +
+           std::to_string(window) + " " + unit);
+  uint64_t trainTokens = Dataset::count(data.train);
+  uint64_t validationTokens = Dataset::count(data.validation);
+  bool anyValidationWindow = false;
+  for (const auto &shard : data.validation)
+    anyValidationWindow = anyValidationWindow || shard.size() >= window;
+  if (options.evalEvery > 0 && !anyValidationWindow)
+    fail(data.validationSource + " holds " + std::to_string(validationTokens) +
+         " held-out " + unit + (data.split ? " (every 20th block)" : "") +
+         ": too few for one window of seq-len + 1 = " + std::to_string(window) +
+         " " + unit + "; use more data or drop --eval-every");
   double dataSeconds = seconds(dataStart);
 
   // Metrics: the gradient norm and each MoE layer's MaxVio.
@@ -282,19 +216,22 @@ int moe_driver::runTraining(int argc, char **argv, const Manifest &manifest) {
   std::printf("training %s: %ld parameters, batch %ld x %ld tokens, %ld "
               "steps, %s schedule, lr %g (min %g, warm-up %ld), weight decay "
               "%g, clip %g, seed %lu, target %s\n"
-              "data: %s, %zu training and %zu held-out bytes\n",
+              "data: %s, %lu training and %lu held-out %s%s%s\n",
               manifest.name.c_str(), static_cast<long>(manifest.scalars),
               static_cast<long>(batch), static_cast<long>(length),
               static_cast<long>(options.steps), scheduleName(options.schedule),
               options.lr, options.minLr, static_cast<long>(options.warmup),
               options.weightDecay, options.clip,
               static_cast<unsigned long>(options.seed), kTargetName,
-              corpus.source.c_str(), corpus.train.size(),
-              corpus.validation.size());
+              data.source.c_str(), static_cast<unsigned long>(trainTokens),
+              static_cast<unsigned long>(validationTokens), unit,
+              data.split ? "" : " from ",
+              data.split ? "" : data.validationSource.c_str());
 
   // The batches: one stream for training, a fixed set for validation.
-  Random trainRandom(options.seed * 0x9e3779b97f4a7c15ull ^
-                     hashName("moe-driver/train-batches"));
+  BatchSampler trainBatches(data.train, length,
+                            options.seed * 0x9e3779b97f4a7c15ull ^
+                                hashName("moe-driver/train-batches"));
   const uint64_t validationSeed =
       options.seed * 0x9e3779b97f4a7c15ull ^ hashName("moe-driver/validation");
 
@@ -306,10 +243,11 @@ int moe_driver::runTraining(int argc, char **argv, const Manifest &manifest) {
     return nlohmann::json{
         {"settings", trajectorySettings(options)},
         {"data",
-         {{"source", corpus.source},
-          {"train_tokens", corpus.train.size()},
-          {"validation_tokens", corpus.validation.size()},
-          {"train_rng", hexValue(trainRandom.getState())}}},
+         {{"source", data.source},
+          {"train_tokens", trainTokens},
+          {"validation_tokens", validationTokens},
+          {"epoch", trainBatches.epoch()},
+          {"cursor", trainBatches.cursor()}}},
         {"first_loss", firstLoss},
         {"last_loss", lastLoss},
         {"bad_steps", {{"in_a_row", badInARow}, {"total", badSteps}}}};
@@ -319,19 +257,21 @@ int moe_driver::runTraining(int argc, char **argv, const Manifest &manifest) {
     auto bad = [&](const std::string &what) {
       fail("checkpoint '" + resumedFrom + "': " + what);
     };
-    const nlohmann::json &data = resumed.value("data", nlohmann::json());
-    uint64_t rng = 0;
-    if (!data.is_object() ||
-        !parseHexValue(data.value("train_rng", nlohmann::json()), rng))
+    nlohmann::json position = resumed.value("data", nlohmann::json());
+    if (!position.is_object() ||
+        !position.value("epoch", nlohmann::json()).is_number_unsigned() ||
+        !position.value("cursor", nlohmann::json()).is_number_unsigned())
       bad("state.json has no data position");
-    if (data.value("train_tokens", nlohmann::json()) != corpus.train.size() ||
-        data.value("validation_tokens", nlohmann::json()) !=
-            corpus.validation.size())
-      bad("its data (" + data.value("source", nlohmann::json()).dump() + ", " +
-          data.value("train_tokens", nlohmann::json()).dump() +
-          " training bytes) differ from " + corpus.source + " (" +
-          std::to_string(corpus.train.size()) + " training bytes)");
-    trainRandom.setState(rng);
+    if (position.value("train_tokens", nlohmann::json()) != trainTokens ||
+        position.value("validation_tokens", nlohmann::json()) !=
+            validationTokens)
+      bad("its data (" + position.value("source", nlohmann::json()).dump() +
+          ", " + position.value("train_tokens", nlohmann::json()).dump() +
+          " training " + unit + ") differ from " + data.source + " (" +
+          std::to_string(trainTokens) + " training " + unit + ")");
+    if (!trainBatches.restore(position["epoch"].get<int64_t>(),
+                              position["cursor"].get<uint64_t>()))
+      bad("its data position lies past the end of its epoch");
     startStep = resumed["step"].get<int64_t>();
     if (startStep > options.steps)
       bad("it is at step " + std::to_string(startStep) + ", past --steps " +
@@ -371,11 +311,10 @@ int moe_driver::runTraining(int argc, char **argv, const Manifest &manifest) {
   }
 
   auto evaluate = [&]() {
-    Random random(validationSeed);
+    BatchSampler batches(data.validation, length, validationSeed);
     double sum = 0;
     for (int64_t i = 0; i < options.evalBatches; ++i) {
-      drawBatch(corpus.validation, batch, length, random, inputs.get(),
-                labels.get());
+      batches.next(batch, inputs.get(), labels.get());
       MemRef<float, 1> paramsRef = params.vector();
       MemRef<int32_t, 2> inputsRef = inputs.matrix(batch, length);
       MemRef<int32_t, 2> labelsRef = labels.matrix(batch, length);
@@ -413,8 +352,7 @@ int moe_driver::runTraining(int argc, char **argv, const Manifest &manifest) {
   std::vector<float> metrics(static_cast<size_t>(manifest.numMetrics));
   for (int64_t step = startStep + 1; step <= options.steps; ++step) {
     auto batchStart = std::chrono::steady_clock::now();
-    drawBatch(corpus.train, batch, length, trainRandom, inputs.get(),
-              labels.get());
+    trainBatches.next(batch, inputs.get(), labels.get());
     dataSeconds += seconds(batchStart);
 
     // hyper = [lr, beta1, beta2, eps, weight_decay, max_grad_norm,

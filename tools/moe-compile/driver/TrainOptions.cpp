@@ -49,15 +49,20 @@ void printTrainHelp(const char *argv0, const Manifest &manifest) {
       "(the same batches at every evaluation). At the end it prints where\n"
       "the time went. Same seed, data and flags: the same numbers, bit for\n"
       "bit.\n\n"
-      "Data: bytes (token id = byte value). Without --data, the embedded\n"
-      "corpus: the fortune databases of Debian's fortunes package (2.5 MB of\n"
-      "English, BSD licence). The data are cut into 20 parts of blocks of\n"
-      "min(4096, size/20) bytes; every 20th block (5%%) is held out for\n"
-      "validation, the others are the training text. Each row of a batch is\n"
-      "a window of seq-len+1 bytes at a random position of the training text\n"
-      "(inputs: its first seq-len bytes, labels: its last seq-len bytes),\n"
-      "drawn by a generator seeded from --seed. --seed also initialises the\n"
-      "weights.\n\n"
+      "Data: byte files (token id = byte value) and llm.c token files (a\n"
+      "header of 256 int32: magic 20240520, version, token count; then\n"
+      "uint16 tokens in version 1, uint32 in version 2), recognised by the\n"
+      "magic. --data takes one file or a glob of shards ('dir/*.bin').\n"
+      "Without --data, the embedded corpus: the fortune databases of\n"
+      "Debian's fortunes package (2.5 MB of English, BSD licence). Without\n"
+      "--val-data, each file is cut into blocks of min(4096, size/20)\n"
+      "tokens and every 20th block (5%%) is held out for validation. Each\n"
+      "row of a batch is a window of seq-len+1 tokens of one shard (inputs:\n"
+      "its first seq-len tokens, labels: its last seq-len): every epoch\n"
+      "takes the windows that start at o + k*seq-len in each shard, o a\n"
+      "random offset < seq-len, in an order shuffled by a generator seeded\n"
+      "from --seed and the epoch, so that every window is seen once per\n"
+      "epoch. --seed also initialises the weights.\n\n"
       "Learning rate of step t (1..steps): linear warm-up lr*t/warmup for\n"
       "t <= warmup, then\n"
       "  constant  lr\n"
@@ -88,9 +93,15 @@ void printTrainHelp(const char *argv0, const Manifest &manifest) {
       "  --seq-len=T        tokens per sequence (default 128)\n"
       "  --seed=N           seed of the weights and of the batches (default "
       "0)\n"
-      "  --data=FILE        train on the bytes of FILE instead of the "
-      "embedded\n"
-      "                     corpus\n"
+      "  --data=FILE|GLOB   train on these byte or token files instead of "
+      "the\n"
+      "                     embedded corpus\n"
+      "  --val-data=FILE|GLOB  hold these files out for validation "
+      "instead of\n"
+      "                     every 20th block of the training data\n"
+      "  --data-format=F    auto (token files by their magic, else "
+      "bytes), bytes\n"
+      "                     or tokens (default auto)\n"
       "  --log-every=N      print every N-th step, and the first and last\n"
       "                     (default %ld)\n"
       "  --eval-every=N     measure val-loss every N steps and after the "
@@ -240,6 +251,13 @@ TrainOptions moe_driver::parseTrainOptions(int argc, char **argv,
       options.seed = parseSeed(key, value);
     } else if (key == "--data") {
       options.dataPath = value;
+    } else if (key == "--val-data") {
+      options.validationPath = value;
+    } else if (key == "--data-format") {
+      if (value != "auto" && value != "bytes" && value != "tokens")
+        fail("option --data-format expects auto, bytes or tokens, got '" +
+             value + "'");
+      options.dataFormat = value;
     } else if (key == "--log-every") {
       integer(options.logEvery, 1);
     } else if (key == "--eval-every") {
@@ -349,6 +367,8 @@ Json moe_driver::trajectorySettings(const TrainOptions &o) {
               {"seq-len", o.length},
               {"seed", o.seed},
               {"data", o.dataPath},
+              {"val-data", o.validationPath},
+              {"data-format", o.dataFormat},
               // Not part of the trajectory: a resumed run may change them.
               {"log-every", o.logEvery},
               {"eval-every", o.evalEvery},
@@ -447,13 +467,18 @@ void moe_driver::adoptSettings(TrainOptions &options, const Json &settings,
              "': setting 'seed' is not an "
              "integer >= 0");
       options.seed = saved->get<uint64_t>();
-    } else if (key == "schedule" || key == "data") {
+    } else if (key == "schedule" || key == "data" || key == "val-data" ||
+               key == "data-format") {
       if (!saved->is_string())
         fail("checkpoint '" + checkpoint + "': setting '" + key +
              "' is not a string");
       const std::string &text = saved->get_ref<const std::string &>();
       if (key == "data")
         options.dataPath = text;
+      else if (key == "val-data")
+        options.validationPath = text;
+      else if (key == "data-format")
+        options.dataFormat = text;
       else if (text == "wsd")
         options.schedule = Schedule::WSD;
       else if (text == "cosine")

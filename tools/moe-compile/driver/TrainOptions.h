@@ -33,7 +33,8 @@ struct TrainOptions {
   double beta1 = 0.9, beta2 = 0.95, eps = 1e-8;
   int64_t batch = -1, length = -1;
   uint64_t seed = 0;
-  std::string dataPath;
+  std::string dataPath, validationPath;
+  std::string dataFormat = "auto";
   int64_t logEvery = 1, evalEvery = 0, evalBatches = 4;
   std::string dumpParams;
   // Checkpoints.
