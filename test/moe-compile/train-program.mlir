@@ -33,6 +33,15 @@
 // TRAIN: {{^loss ([5-9]|[1-9][0-9])\.[0-9]* -> [0-4]\.[0-9]+ after 40 steps \(640 tokens\)$}}
 // TRAIN: time: total
 
+// The start names the MoE layer; --metrics has its MaxVio and its 4
+// experts' loads at every step.
+// RUN: %t/toy --steps=3 --seq-len=8 --batch=2 --metrics=%t/m.jsonl | FileCheck %s --check-prefix=SUMMARY
+// SUMMARY: model: toy, vocab_size 256, hidden_size 4, 6 parameter tensors, 1140 scalars, 1 MoE layers (layers.0.ffn: 4 experts)
+// RUN: FileCheck %s --check-prefix=METRICS < %t/m.jsonl
+// METRICS: {{^\{"bad_steps":0,"grad_norm":[0-9.]+,"loss":[0-9.]+,"lr":[0-9.e-]+,"moe":\{"layers\.0\.ffn":\{"load":\[[0-9.]+,[0-9.]+,[0-9.]+,[0-9.]+\],"max_vio":[0-9.]+\}\},"skipped":false,"step":1,"tokens_per_s":[0-9.e+]+\}$}}
+// METRICS-NEXT: "step":2,
+// METRICS-NEXT: "step":3,
+
 // Quantile balancing wrote the router bias (it starts at zero).
 // RUN: moe-npy stats %t/p/layers.0.ffn.router_bias.npy | FileCheck %s --check-prefix=BIAS
 // BIAS-NOT: {{^(min|max): 0$}}

@@ -19,6 +19,7 @@
 #include "Checkpoint.h"
 #include "Data.h"
 #include "Driver.h"
+#include "TrainLog.h"
 #include "TrainOptions.h"
 
 #include <algorithm>
@@ -195,23 +196,8 @@ int moe_driver::runTraining(int argc, char **argv, const Manifest &manifest) {
          " " + unit + "; use more data or drop --eval-every");
   double dataSeconds = seconds(dataStart);
 
-  // Metrics: the gradient norm and each MoE layer's MaxVio.
-  int64_t gradNormIndex = -1;
-  std::vector<std::pair<int64_t, std::string>> maxVio;
-  for (const Metric &metric : manifest.metrics) {
-    if (metric.name == "grad_norm" && metric.count == 1)
-      gradNormIndex = metric.offset;
-    const std::string suffix = ".max_vio";
-    if (metric.count == 1 && metric.name.size() > suffix.size() &&
-        metric.name.compare(metric.name.size() - suffix.size(), suffix.size(),
-                            suffix) == 0)
-      maxVio.emplace_back(
-          metric.offset,
-          metric.name.substr(0, metric.name.size() - suffix.size()));
-  }
-  if (gradNormIndex < 0)
-    fail("the model's train step names no 'grad_norm' metric (the "
-         "executable is damaged)");
+  // Metrics: the gradient norm and each MoE layer's MaxVio and loads.
+  MetricLayout layout = MetricLayout::fromManifest(manifest);
 
   std::printf("training %s: %ld parameters, batch %ld x %ld tokens, %ld "
               "steps, %s schedule, lr %g (min %g, warm-up %ld), weight decay "
@@ -227,6 +213,36 @@ int moe_driver::runTraining(int argc, char **argv, const Manifest &manifest) {
               static_cast<unsigned long>(validationTokens), unit,
               data.split ? "" : " from ",
               data.split ? "" : data.validationSource.c_str());
+  // The model and every setting, so that a log says what ran.
+  std::string experts;
+  for (const MetricLayout::Layer &layer : layout.layers)
+    experts += (experts.empty() ? " (" : ", ") + layer.name + ": " +
+               std::to_string(layer.experts) + " experts";
+  if (!experts.empty())
+    experts += ")";
+  std::printf("model: %s, vocab_size %ld, hidden_size %ld, %zu parameter "
+              "tensors, %ld scalars, %zu MoE layers%s\n",
+              manifest.name.c_str(), static_cast<long>(manifest.vocab),
+              static_cast<long>(manifest.hidden), manifest.params.size(),
+              static_cast<long>(manifest.scalars), layout.layers.size(),
+              experts.c_str());
+  std::string settings;
+  nlohmann::json values = trajectorySettings(options);
+  for (auto it = values.begin(); it != values.end(); ++it) {
+    std::string value;
+    if (it->is_string()) {
+      value = it->get_ref<const std::string &>();
+    } else if (it->is_number_float()) {
+      char text[32];
+      std::snprintf(text, sizeof(text), "%g", it->get<double>());
+      value = text;
+    } else {
+      value = it->dump();
+    }
+    if (!value.empty())
+      settings += " --" + it.key() + "=" + value;
+  }
+  std::printf("settings:%s\n", settings.c_str());
 
   // The batches: one stream for training, a fixed set for validation.
   BatchSampler trainBatches(data.train, length,
@@ -347,6 +363,10 @@ int moe_driver::runTraining(int argc, char **argv, const Manifest &manifest) {
   }
   std::unique_ptr<Buffer<float>> poison;
 
+  MetricsLog metricsLog;
+  metricsLog.open(options.metricsPath, resumedFrom.empty() ? -1 : startStep);
+  Progress progress(options.steps, startStep + 1);
+
   double stepSeconds = 0, evalSeconds = 0, intervalSeconds = 0;
   int64_t intervalTokens = 0;
   std::vector<float> metrics(static_cast<size_t>(manifest.numMetrics));
@@ -394,7 +414,7 @@ int moe_driver::runTraining(int argc, char **argv, const Manifest &manifest) {
       fail("the train step returned one buffer for two of its results (the "
            "executable is damaged)");
     takeMetrics(results.metrics, metrics);
-    float gradNorm = metrics[static_cast<size_t>(gradNormIndex)];
+    float gradNorm = metrics[static_cast<size_t>(layout.gradNorm)];
     // A step whose loss or gradient norm is not finite changes nothing:
     // its parameters, moments and router biases are dropped.
     bool bad = !std::isfinite(loss) || !std::isfinite(gradNorm);
@@ -428,18 +448,41 @@ int moe_driver::runTraining(int argc, char **argv, const Manifest &manifest) {
     bool log = step == 1 || last || step % options.logEvery == 0 || bad;
     bool eval =
         options.evalEvery > 0 && (last || step % options.evalEvery == 0);
-    if (log || eval) {
-      std::printf("step %ld loss %.9g lr %.6g grad-norm %.6g",
-                  static_cast<long>(step), loss, lr,
-                  metrics[static_cast<size_t>(gradNormIndex)]);
-      if (!maxVio.empty()) {
-        size_t worst = 0;
-        for (size_t i = 1; i < maxVio.size(); ++i)
-          if (metrics[maxVio[i].first] > metrics[maxVio[worst].first])
-            worst = i;
-        std::printf(" max-vio %.6g (%s)", metrics[maxVio[worst].first],
-                    maxVio[worst].second.c_str());
+    double stepTokensPerSecond =
+        static_cast<double>(batch * length) / std::max(elapsed, 1e-9);
+    nlohmann::json record = {{"step", step},
+                             {"loss", loss},
+                             {"lr", lr},
+                             {"grad_norm", gradNorm},
+                             {"tokens_per_s", stepTokensPerSecond},
+                             {"skipped", bad},
+                             {"bad_steps", badSteps}};
+    if (!layout.layers.empty()) {
+      nlohmann::json layers = nlohmann::json::object();
+      for (const MetricLayout::Layer &layer : layout.layers) {
+        nlohmann::json entry = nlohmann::json::object();
+        if (layer.maxVio >= 0)
+          entry["max_vio"] = metrics[static_cast<size_t>(layer.maxVio)];
+        if (layer.load >= 0)
+          entry["load"] =
+              std::vector<float>(metrics.begin() + layer.load,
+                                 metrics.begin() + layer.load + layer.experts);
+        layers[layer.name] = std::move(entry);
       }
+      record["moe"] = std::move(layers);
+    }
+    if (log || eval) {
+      progress.clear();
+      std::printf("step %ld loss %.9g lr %.6g grad-norm %.6g",
+                  static_cast<long>(step), loss, lr, gradNorm);
+      const MetricLayout::Layer *worst = nullptr;
+      for (const MetricLayout::Layer &layer : layout.layers)
+        if (layer.maxVio >= 0 &&
+            (!worst || metrics[layer.maxVio] > metrics[worst->maxVio]))
+          worst = &layer;
+      if (worst)
+        std::printf(" max-vio %.6g (%s)", metrics[worst->maxVio],
+                    worst->name.c_str());
       std::printf(" tok/s %.1f", static_cast<double>(intervalTokens) /
                                      std::max(intervalSeconds, 1e-9));
       intervalTokens = 0;
@@ -452,12 +495,17 @@ int moe_driver::runTraining(int argc, char **argv, const Manifest &manifest) {
         double validationLoss = evaluate();
         evalSeconds += seconds(evalStart);
         std::printf(" val-loss %.9g", validationLoss);
+        record["val_loss"] = validationLoss;
       }
       std::printf("\n");
       std::fflush(stdout);
+    } else {
+      progress.update(step, loss, stepTokensPerSecond);
     }
+    metricsLog.write(record);
 
     if (badInARow >= options.maxBadSteps) {
+      progress.clear();
       std::fprintf(
           stderr,
           "error: %ld steps in a row (%ld to %ld) had a non-finite "
@@ -474,12 +522,14 @@ int moe_driver::runTraining(int argc, char **argv, const Manifest &manifest) {
     std::string saved;
     if (last || (options.saveEvery > 0 && step % options.saveEvery == 0)) {
       saved = save(step);
+      progress.clear();
       std::printf("saved checkpoint %s\n", saved.c_str());
       std::fflush(stdout);
     }
     if ((stopSignal || step == options.stopAfter) && !last) {
       if (saved.empty())
         saved = save(step);
+      progress.clear();
       std::printf("stopped by %s after step %ld: checkpoint %s\n",
                   !stopSignal            ? "--stop-after"
                   : stopSignal == SIGINT ? "SIGINT"
@@ -496,6 +546,7 @@ int moe_driver::runTraining(int argc, char **argv, const Manifest &manifest) {
   double total = seconds(programStart);
   double trained =
       static_cast<double>((options.steps - startStep) * batch * length);
+  progress.clear();
   if (badSteps > 0)
     std::printf("skipped %ld of %ld steps (non-finite loss or gradient "
                 "norm)\n",

@@ -48,7 +48,9 @@ void printTrainHelp(const char *argv0, const Manifest &manifest) {
       "mean loss of the forward pass on --eval-batches held-out batches\n"
       "(the same batches at every evaluation). At the end it prints where\n"
       "the time went. Same seed, data and flags: the same numbers, bit for\n"
-      "bit.\n\n"
+      "bit. It starts with the model (its MoE layers and experts) and every\n"
+      "setting; on a terminal, a progress line with the time left stands\n"
+      "between the step lines (not when stdout is a file).\n\n"
       "Data: byte files (token id = byte value) and llm.c token files (a\n"
       "header of 256 int32: magic 20240520, version, token count; then\n"
       "uint16 tokens in version 1, uint32 in version 2), recognised by the\n"
@@ -117,6 +119,15 @@ void printTrainHelp(const char *argv0, const Manifest &manifest) {
       "                     stay as they were, its line ends with 'skipped "
       "(<n> in\n"
       "                     a row, <n> in all)'\n"
+      "  --metrics=FILE     write one JSON object per step to FILE: step, "
+      "loss, lr,\n"
+      "                     grad_norm, tokens_per_s, skipped, bad_steps, "
+      "moe (per\n"
+      "                     MoE layer: max_vio and load, the tokens per "
+      "expert),\n"
+      "                     val_loss when measured; a resumed run keeps the "
+      "lines\n"
+      "                     up to its checkpoint\n"
       "  --dump-params=DIR  after training, write every parameter as\n"
       "                     DIR/<name>.npy (f32)\n"
       "  --save-dir=DIR     write checkpoints DIR/step-<8 digits> "
@@ -266,6 +277,8 @@ TrainOptions moe_driver::parseTrainOptions(int argc, char **argv,
       integer(options.evalBatches, 1);
     } else if (key == "--dump-params") {
       options.dumpParams = value;
+    } else if (key == "--metrics") {
+      options.metricsPath = value;
     } else if (key == "--save-dir") {
       options.saveDir = value;
     } else if (key == "--save-every") {
@@ -375,14 +388,16 @@ Json moe_driver::trajectorySettings(const TrainOptions &o) {
               {"eval-batches", o.evalBatches},
               {"save-every", o.saveEvery},
               {"keep", o.keep},
-              {"max-bad-steps", o.maxBadSteps}};
+              {"max-bad-steps", o.maxBadSteps},
+              {"metrics", o.metricsPath}};
 }
 
 namespace {
 /// The settings a resumed run takes when not given, but may change.
 bool isChangeable(const std::string &key) {
   return key == "log-every" || key == "eval-every" || key == "eval-batches" ||
-         key == "save-every" || key == "keep" || key == "max-bad-steps";
+         key == "save-every" || key == "keep" || key == "max-bad-steps" ||
+         key == "metrics";
 }
 } // namespace
 
@@ -468,7 +483,7 @@ void moe_driver::adoptSettings(TrainOptions &options, const Json &settings,
              "integer >= 0");
       options.seed = saved->get<uint64_t>();
     } else if (key == "schedule" || key == "data" || key == "val-data" ||
-               key == "data-format") {
+               key == "data-format" || key == "metrics") {
       if (!saved->is_string())
         fail("checkpoint '" + checkpoint + "': setting '" + key +
              "' is not a string");
@@ -479,6 +494,8 @@ void moe_driver::adoptSettings(TrainOptions &options, const Json &settings,
         options.validationPath = text;
       else if (key == "data-format")
         options.dataFormat = text;
+      else if (key == "metrics")
+        options.metricsPath = text;
       else if (text == "wsd")
         options.schedule = Schedule::WSD;
       else if (text == "cosine")

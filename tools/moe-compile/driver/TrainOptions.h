@@ -36,7 +36,7 @@ struct TrainOptions {
   std::string dataPath, validationPath;
   std::string dataFormat = "auto";
   int64_t logEvery = 1, evalEvery = 0, evalBatches = 4;
-  std::string dumpParams;
+  std::string dumpParams, metricsPath;
   // Checkpoints.
   std::string saveDir, resume;
   int64_t saveEvery = 0, keep = 0;
