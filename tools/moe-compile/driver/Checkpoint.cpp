@@ -371,7 +371,8 @@ void loadTensors(const std::string &path, const Json &record,
         fail("safetensors file '" + path + "': tensor '" + name +
              "' is missing");
       std::vector<uint64_t> shape(param.shape.begin(), param.shape.end());
-      if (tensor->dtype != DType::F32 || tensor->shape != shape)
+      if (tensor->dtype != DType::F32 || tensor->shape != shape ||
+          tensor->end - tensor->begin != uint64_t(param.size) * 4)
         fail("safetensors file '" + path + "': tensor '" + name + "' is " +
              dtypeName(tensor->dtype) +
              " of another shape than the model's F32 parameter");

@@ -288,10 +288,11 @@ int moe_driver::runTraining(int argc, char **argv, const Manifest &manifest) {
     if (!trainBatches.restore(position["epoch"].get<int64_t>(),
                               position["cursor"].get<uint64_t>()))
       bad("its data position lies past the end of its epoch");
-    startStep = resumed["step"].get<int64_t>();
-    if (startStep > options.steps)
-      bad("it is at step " + std::to_string(startStep) + ", past --steps " +
+    uint64_t savedStep = resumed["step"].get<uint64_t>();
+    if (savedStep > uint64_t(options.steps))
+      bad("it is at step " + std::to_string(savedStep) + ", past --steps " +
           std::to_string(options.steps));
+    startStep = static_cast<int64_t>(savedStep);
     auto loss = [&](const char *key) {
       const nlohmann::json &value = resumed.value(key, nlohmann::json());
       return value.is_number() ? value.get<float>() : NAN;
