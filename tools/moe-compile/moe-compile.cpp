@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "moe/Conversion/MoEModelToFunc/MoEModelToFunc.h"
+#include "moe/Import/KimiConfig.h"
 #include "moe/InitAll.h"
 #include "moe/Pipelines/Pipelines.h"
 
@@ -77,7 +78,7 @@ enum class Emit { MLIR, LLVM, Object, Executable };
 static cl::OptionCategory compileCategory("moe-compile options");
 
 static cl::opt<std::string> inputFilename(cl::Positional,
-                                          cl::desc("<model.mlir>"),
+                                          cl::desc("<model.mlir|config.json>"),
                                           cl::init("-"),
                                           cl::cat(compileCategory));
 static cl::opt<std::string> outputFilename("o",
@@ -179,6 +180,36 @@ static constexpr llvm::StringLiteral kManifestName = "moe_model_manifest";
 static LogicalResult toolError(const llvm::Twine &message) {
   llvm::WithColor::error(llvm::errs(), "moe-compile") << message << "\n";
   return failure();
+}
+
+/// Whether the input is a Kimi-Linear config.json rather than a model
+/// description: a .json file, or text that starts with a JSON object.
+static bool isKimiConfig(StringRef fileName, StringRef text) {
+  if (fileName.ends_with(".json"))
+    return true;
+  text = text.ltrim();
+  return text.starts_with("{") && !text.starts_with("{-#");
+}
+
+/// Imports the config in `sourceMgr`'s main buffer (moe-import-config's
+/// work, docs/ConfigImport.md); prints its diagnostics.
+static OwningOpRef<ModuleOp> importConfig(llvm::SourceMgr &sourceMgr,
+                                          MLIRContext *context) {
+  const llvm::MemoryBuffer *buffer =
+      sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
+  StringRef name =
+      inputFilename == "-" ? StringRef("<stdin>") : StringRef(inputFilename);
+  SmallVector<moe::ConfigDiagnostic> diagnostics;
+  FailureOr<moe::ImportedModel> imported = moe::importKimiConfig(
+      buffer->getBuffer(), context, diagnostics,
+      llvm::sys::path::filename(name),
+      inputFilename == "-" ? "kimi_linear"
+                           : moe::modelNameFromFileName(inputFilename));
+  for (const moe::ConfigDiagnostic &diag : diagnostics)
+    diag.print(llvm::errs(), name);
+  if (failed(imported))
+    return nullptr;
+  return std::move(imported->module);
 }
 
 /// Picks the model to compile and erases the others.
@@ -651,6 +682,7 @@ static LogicalResult compile(int argc, char **argv) {
   if (!file)
     return toolError(errorMessage);
   auto sourceMgr = std::make_shared<llvm::SourceMgr>();
+  bool isConfig = isKimiConfig(inputFilename, file->getBuffer());
   sourceMgr->AddNewSourceBuffer(std::move(file), llvm::SMLoc());
   SourceMgrDiagnosticHandler sourceHandler(*sourceMgr, &context);
   // Remarks (KDA tiling decisions, ...) only on request.
@@ -660,7 +692,8 @@ static LogicalResult compile(int argc, char **argv) {
   });
 
   OwningOpRef<ModuleOp> module =
-      parseSourceFile<ModuleOp>(sourceMgr, ParserConfig(&context));
+      isConfig ? importConfig(*sourceMgr, &context)
+               : parseSourceFile<ModuleOp>(sourceMgr, ParserConfig(&context));
   if (!module)
     return failure();
   FailureOr<moe::ModelOp> model = selectModel(*module);
@@ -739,8 +772,10 @@ int main(int argc, char **argv) {
       argc, argv,
       "moe-compile: compile a moe-mlir model description into a native "
       "executable\n\n"
-      "  moe-compile MODEL.mlir -o OUT [--forward-only] [--target=cpu|cuda]\n\n"
-      "The input holds one moe.model (or several and --model=NAME). OUT\n"
+      "  moe-compile MODEL.mlir -o OUT [--forward-only] [--target=cpu|cuda]\n"
+      "  moe-compile CONFIG.json -o OUT ...\n\n"
+      "The input holds one moe.model (or several and --model=NAME), or is a\n"
+      "Kimi-Linear config.json, imported as moe-import-config does. OUT\n"
       "trains the model: it initialises the weights from a seed and runs\n"
       "AdamW steps on byte windows of a corpus (the embedded Debian fortune\n"
       "databases, or --data=FILE), printing the loss, learning rate,\n"

@@ -248,22 +248,6 @@ func.func @dense(%x: tensor<?x16xf32>, %wg: tensor<16x4xf32>, %wu: tensor<16x4xf
 
 // -----
 
-// A route with no token (a static empty batch) must not crash.
-
-// CHECK-LABEL: func.func @no_tokens
-// CHECK: tensor.cast %{{.*}} : tensor<?x2xf32> to tensor<0x2xf32>
-func.func @no_tokens(%x: tensor<0x16xf32>, %wr: tensor<8x16xf32>, %b: tensor<8xf32>)
-    -> (tensor<0x2xf32>, tensor<8xf32>) {
-  %w, %idx, %load, %nb = moe.route %x, %wr, %b
-      {routing = #moe.routing<experts = 8, top_k = 2, scaling = 1.0,
-                              balance = #moe.quantile_balance<exact>>}
-      : (tensor<0x16xf32>, tensor<8x16xf32>, tensor<8xf32>)
-      -> (tensor<0x2xf32>, tensor<0x2xi64>, tensor<8xi64>, tensor<8xf32>)
-  return %w, %nb : tensor<0x2xf32>, tensor<8xf32>
-}
-
-// -----
-
 // The routing kernel's tiles need a static hidden size.
 
 func.func @dynamic_hidden(%x: tensor<?x?xf32>, %wr: tensor<8x?xf32>, %b: tensor<8xf32>)

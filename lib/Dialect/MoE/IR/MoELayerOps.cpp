@@ -56,7 +56,7 @@ LogicalResult RMSNormOp::verify() {
 LogicalResult KDALayerOp::verify() {
   int64_t heads = getNumHeads(), keyDim = getHeadDim(),
           valueDim = getValueDim();
-  int64_t hk = heads * keyDim, hv = heads * valueDim;
+  int64_t hk = mulDims(heads, keyDim), hv = mulDims(heads, valueDim);
   if (failed(verifyShape(*this, "input", getInput().getType(),
                          {kAnyDim, kAnyDim, kAnyDim})))
     return failure();
@@ -111,7 +111,8 @@ LogicalResult MLALayerOp::verify() {
 
   int64_t heads = getNumHeads(), nope = getNopeHeadDim(),
           rope = getRopeHeadDim(), valueDim = getVHeadDim();
-  int64_t hqk = heads * (nope + rope), hv = heads * valueDim;
+  int64_t hqk = mulDims(heads, addDims(nope, rope)),
+          hv = mulDims(heads, valueDim);
   if (failed(verifyShape(*this, "input", getInput().getType(),
                          {kAnyDim, kAnyDim, kAnyDim})))
     return failure();
@@ -142,7 +143,7 @@ LogicalResult MLALayerOp::verify() {
       ShapedType::isDynamic(kvDownWidth) ? kAnyDim : kvDownWidth - rope;
   if (failed(verifyShape(*this, "kv_norm", getKvNorm().getType(), {kvRank})) ||
       failed(verifyShape(*this, "w_kv_up", getWKvUp().getType(),
-                         {kvRank, heads * (nope + valueDim)})))
+                         {kvRank, mulDims(heads, addDims(nope, valueDim))})))
     return failure();
   if (getWGate() &&
       failed(verifyShape(*this, "w_gate", getWGate().getType(), {d, hv})))
@@ -248,6 +249,12 @@ LogicalResult AttnResOp::verify() {
                                {{"query", getQuery().getType()},
                                 {"key_norm", getKeyNorm().getType()}})))
     return failure();
+  // getExpectedNumSources adds up to two to sublayer / block_size.
+  if (getSublayer() / getBlockSize() >
+      std::numeric_limits<int64_t>::max() - 2)
+    return emitOpError("expects sub-layer ")
+           << getSublayer() << " to read fewer than 2^63 - 1 sources "
+           << "(block_size " << getBlockSize() << ")";
   int64_t expected = getExpectedNumSources(getSublayer(), getBlockSize());
   if (static_cast<int64_t>(getSources().size()) != expected)
     return emitOpError("expects ")

@@ -163,7 +163,7 @@ LogicalResult DispatchOp::verify() {
   if (failed(verifyShape(*this, "permuted", getPermuted().getType(),
                          {slots, d})) ||
       failed(verifyShape(*this, "expert_offsets", getExpertOffsets().getType(),
-                         {static_cast<int64_t>(getNumExperts()) + 1})) ||
+                         {addDims(getNumExperts(), 1)})) ||
       failed(verifyShape(*this, "source_slot", getSourceSlot().getType(),
                          {slots})))
     return failure();

@@ -7,6 +7,7 @@
 #include "VerifyUtils.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/CheckedArithmetic.h"
 #include <cmath>
 
 using namespace mlir;
@@ -14,15 +15,32 @@ using namespace mlir::moe;
 using namespace mlir::moe::verification;
 
 int64_t verification::mulDims(int64_t a, int64_t b) {
+  if (a == kOverflowDim || b == kOverflowDim)
+    return kOverflowDim;
   if (ShapedType::isDynamic(a) || ShapedType::isDynamic(b))
     return kAnyDim;
-  return a * b;
+  std::optional<int64_t> product = llvm::checkedMul(a, b);
+  return product ? *product : kOverflowDim;
 }
 
 int64_t verification::addDims(int64_t a, int64_t b) {
+  if (a == kOverflowDim || b == kOverflowDim)
+    return kOverflowDim;
   if (ShapedType::isDynamic(a) || ShapedType::isDynamic(b))
     return kAnyDim;
-  return a + b;
+  std::optional<int64_t> sum = llvm::checkedAdd(a, b);
+  return sum ? *sum : kOverflowDim;
+}
+
+/// The moe ops take no empty tensors: a static size of 0 would make every
+/// tile's slice out of bounds, and no layer has a meaning over nothing.
+/// (A size that is dynamic and 0 at run time runs no iteration.)
+static LogicalResult verifyNonEmpty(Operation *op, StringRef name,
+                                    RankedTensorType tensor) {
+  if (!llvm::is_contained(tensor.getShape(), 0))
+    return success();
+  return op->emitOpError("expects ")
+         << name << " to have no dimension of static size 0, got " << tensor;
 }
 
 static void printShape(InFlightDiagnostic &diag, ArrayRef<int64_t> shape) {
@@ -38,6 +56,11 @@ static void printShape(InFlightDiagnostic &diag, ArrayRef<int64_t> shape) {
 
 LogicalResult verification::verifyShape(Operation *op, StringRef name,
                                         Type type, ArrayRef<int64_t> expected) {
+  if (llvm::is_contained(expected, kOverflowDim))
+    return op->emitOpError("expects ")
+           << name
+           << " to have a shape its attributes define, but a dimension "
+              "computed from them overflows 64-bit integers";
   auto tensor = dyn_cast<RankedTensorType>(type);
   bool matches =
       tensor && tensor.getRank() == static_cast<int64_t>(expected.size()) &&
@@ -47,7 +70,7 @@ LogicalResult verification::verifyShape(Operation *op, StringRef name,
                have == want;
       });
   if (matches)
-    return success();
+    return verifyNonEmpty(op, name, tensor);
   InFlightDiagnostic diag = op->emitOpError("expects ")
                             << name << " to have shape ";
   printShape(diag, expected);
@@ -63,7 +86,7 @@ LogicalResult verification::verifyMinRank(Operation *op, StringRef name,
                                           Type type, int64_t minRank) {
   auto tensor = dyn_cast<RankedTensorType>(type);
   if (tensor && tensor.getRank() >= minRank)
-    return success();
+    return verifyNonEmpty(op, name, tensor);
   return op->emitOpError("expects ")
          << name << " to have rank >= " << minRank << ", got " << type;
 }

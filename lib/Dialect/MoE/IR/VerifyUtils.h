@@ -20,15 +20,22 @@ namespace mlir::moe::verification {
 /// that are themselves dynamic, which match anything.
 constexpr int64_t kAnyDim = ShapedType::kDynamic;
 
-/// Returns `a * b`, or kAnyDim when either is unknown.
+/// A dimension computed from attribute values that does not fit in int64_t
+/// (say `num_experts + 1` for num_experts = 2^63 - 1). No tensor has it, and
+/// verifyShape reports it as an overflow instead of matching anything.
+constexpr int64_t kOverflowDim = -2;
+
+/// Returns `a * b`: kOverflowDim when either is kOverflowDim or the product
+/// overflows, else kAnyDim when either is unknown.
 int64_t mulDims(int64_t a, int64_t b);
 
-/// Returns `a + b`, or kAnyDim when either is unknown.
+/// Returns `a + b`, with the same rules as mulDims.
 int64_t addDims(int64_t a, int64_t b);
 
 /// Checks that `type` is a ranked tensor of `expected.size()` dimensions whose
 /// known dimensions equal the known entries of `expected`. On failure emits
-/// "expects <name> to have shape [..], got [..]" on `op`.
+/// "expects <name> to have shape [..], got [..]" on `op`, or, when an entry
+/// of `expected` is kOverflowDim, that the shape overflows.
 LogicalResult verifyShape(Operation *op, StringRef name, Type type,
                           ArrayRef<int64_t> expected);
 
