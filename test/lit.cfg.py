@@ -33,8 +33,8 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tool_dirs = [config.moe_tools_dir, config.llvm_tools_dir]
-tools = ["moe-opt", "moe-compile", "moe-driver-bigram", "moe-run", "moe-npy", "moe-reference", "mlir-runner",
-         "mlir-translate", "moe-import-config"]
+tools = ["moe-opt", "moe-compile", "moe-driver-bigram", "moe-run", "moe-npy", "moe-reference", "moe-safetensors",
+         "moe-token-file", "mlir-runner", "mlir-translate", "moe-import-config"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
 # PTX is assembled where the CUDA toolkit is installed.
@@ -65,3 +65,17 @@ def _has_cuda_device():
 
 if _has_cuda_device():
     config.available_features.add("cuda-device")
+
+# `python-safetensors`: python3 with numpy and the safetensors package, an
+# independent reader of the .safetensors files the executables write.
+def _has_python_safetensors():
+    try:
+        probe = subprocess.run(
+            ["python3", "-c", "import numpy, safetensors.numpy"],
+            capture_output=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return probe.returncode == 0
+
+if _has_python_safetensors():
+    config.available_features.add("python-safetensors")

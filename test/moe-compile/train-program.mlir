@@ -30,8 +30,17 @@
 // TRAIN: {{^step 1 loss [0-9.]+ lr 0\.0125 grad-norm [0-9.]+ max-vio [0-9.]+ \(layers\.0\.ffn\) tok/s [0-9.]+$}}
 // TRAIN: {{^step 20 loss [0-9.]+ lr 0\.05 grad-norm [0-9.]+ max-vio [0-9.]+ \(layers\.0\.ffn\) tok/s [0-9.]+ val-loss [0-9.]+$}}
 // TRAIN: {{^step 40 loss .* val-loss 0\.[0-9]+$}}
-// TRAIN: {{^loss ([5-9]|[1-9][0-9])\.[0-9]* -> 0\.[0-9]+ after 40 steps \(640 tokens\)$}}
+// TRAIN: {{^loss ([5-9]|[1-9][0-9])\.[0-9]* -> [0-4]\.[0-9]+ after 40 steps \(640 tokens\)$}}
 // TRAIN: time: total
+
+// The start names the MoE layer; --metrics has its MaxVio and its 4
+// experts' loads at every step.
+// RUN: %t/toy --steps=3 --seq-len=8 --batch=2 --metrics=%t/m.jsonl | FileCheck %s --check-prefix=SUMMARY
+// SUMMARY: model: toy, vocab_size 256, hidden_size 4, 6 parameter tensors, 1140 scalars, 1 MoE layers (layers.0.ffn: 4 experts)
+// RUN: FileCheck %s --check-prefix=METRICS < %t/m.jsonl
+// METRICS: {{^\{"bad_steps":0,"grad_norm":[0-9.]+,"loss":[0-9.]+,"lr":[0-9.e-]+,"moe":\{"layers\.0\.ffn":\{"load":\[[0-9.]+,[0-9.]+,[0-9.]+,[0-9.]+\],"max_vio":[0-9.]+\}\},"skipped":false,"step":1,"tokens_per_s":[0-9.e+]+\}$}}
+// METRICS-NEXT: "step":2,
+// METRICS-NEXT: "step":3,
 
 // Quantile balancing wrote the router bias (it starts at zero).
 // RUN: moe-npy stats %t/p/layers.0.ffn.router_bias.npy | FileCheck %s --check-prefix=BIAS
@@ -43,6 +52,35 @@
 // RUN: sed -e 's/ tok\/s [0-9.]*//' %t/a.txt | grep '^step' > %t/a.steps
 // RUN: sed -e 's/ tok\/s [0-9.]*//' %t/b.txt | grep '^step' > %t/b.steps
 // RUN: diff %t/a.steps %t/b.steps
+
+// Checkpoints of a compiled model: the router bias is saved with the
+// parameters, and 17 steps, a resume and 23 more give the same step lines
+// and the same final parameters (router bias included) as the run above.
+// RUN: %t/toy --steps=40 --seq-len=8 --batch=2 --lr=0.05 --eval-every=20 \
+// RUN:   --save-dir=%t/ckpt --stop-after=17 > %t/c.txt
+// RUN: moe-safetensors check %t/ckpt/step-00000017/model.safetensors | FileCheck %s --check-prefix=CKPT
+// CKPT: layers.0.ffn.router_bias F32 [4] bytes
+// RUN: %t/toy --resume=%t/ckpt --dump-params=%t/q > %t/d.txt
+// RUN: cat %t/c.txt %t/d.txt | sed -e 's/ tok\/s [0-9.]*//' | grep '^step' > %t/cd.steps
+// RUN: diff %t/a.steps %t/cd.steps
+// RUN: cmp %t/p/layers.0.ffn.router_bias.npy %t/q/layers.0.ffn.router_bias.npy
+// RUN: for f in %t/p/*.npy; do cmp $f %t/q/$(basename $f) || exit 1; done
+
+// A step with a non-finite loss (MOE_TEST_POISON_STEPS runs step 5 on NaN
+// parameters) is skipped: every parameter and the router bias, which
+// quantile balancing rewrites at every other step, stay as they were.
+// RUN: env MOE_TEST_POISON_STEPS=5 %t/toy --steps=40 --seq-len=8 --batch=2 \
+// RUN:   --lr=0.05 --save-dir=%t/bad --save-every=1 --stop-after=6 | FileCheck %s --check-prefix=SKIP
+// SKIP: step 5 loss nan {{.*}} skipped (1 in a row, 1 in all)
+// SKIP-NEXT: saved checkpoint
+// SKIP-NEXT: {{^step 6 loss [0-9.]+ }}
+// RUN: moe-safetensors compare %t/bad/step-00000004/model.safetensors %t/bad/step-00000005/model.safetensors | FileCheck %s --check-prefix=UNCHANGED
+// UNCHANGED-DAG: layers.0.ffn.router_bias same
+// UNCHANGED-DAG: embed.weight same
+// UNCHANGED-NOT: differs
+// RUN: not moe-safetensors compare %t/bad/step-00000005/model.safetensors %t/bad/step-00000006/model.safetensors | FileCheck %s --check-prefix=CHANGED
+// CHANGED-DAG: layers.0.ffn.router_bias differs
+// CHANGED-DAG: embed.weight differs
 
 moe.model @toy(vocab_size = 256, hidden_size = 4) {
 ^bb0(%tokens: tensor<?x?xi32>, %labels: tensor<?x?xi32>):

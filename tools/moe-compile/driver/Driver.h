@@ -138,6 +138,10 @@ public:
   uint64_t below(uint64_t bound);
   /// Standard normal (Box-Muller).
   double normal();
+  /// The whole state, for checkpoints: setState(getState()) changes
+  /// nothing.
+  uint64_t getState() const { return state; }
+  void setState(uint64_t value) { state = value; }
 
 private:
   uint64_t state;
@@ -177,6 +181,9 @@ ByteSpan embeddedCorpus();
 
 /// Parses a decimal integer >= min (the whole text); false if it is not one.
 bool parseInteger(const std::string &text, int64_t &value, int64_t min);
+/// The value of the seed option `key`: a decimal integer in [0, 2^64).
+/// Fails with a message that says what is wrong otherwise.
+uint64_t parseSeed(const std::string &key, const std::string &value);
 
 //===----------------------------------------------------------------------===//
 // Memory the compiled code reads

@@ -263,6 +263,9 @@ const char kSampleText[] =
     "the vocabulary size, because every byte looks equally likely.\n";
 
 std::vector<uint32_t> readTokens(const std::string &path) {
+  struct stat info;
+  if (stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode))
+    fail("token file '" + path + "' is a directory");
   FILE *file = std::fopen(path.c_str(), "rb");
   if (!file)
     fail("cannot open token file '" + path + "': " + std::strerror(errno));
@@ -272,7 +275,10 @@ std::vector<uint32_t> readTokens(const std::string &path) {
   while ((count = std::fread(bytes, 1, 4, file)) == 4)
     tokens.push_back(uint32_t(bytes[0]) | uint32_t(bytes[1]) << 8 |
                      uint32_t(bytes[2]) << 16 | uint32_t(bytes[3]) << 24);
+  bool failed = std::ferror(file) != 0;
   std::fclose(file);
+  if (failed)
+    fail("cannot read token file '" + path + "'");
   if (count != 0)
     fail("token file '" + path +
          "' is not a sequence of 4-byte uint32 ids "
@@ -456,6 +462,19 @@ bool moe_driver::parseInteger(const std::string &text, int64_t &value,
   return true;
 }
 
+uint64_t moe_driver::parseSeed(const std::string &key,
+                               const std::string &value) {
+  if (value.empty() ||
+      value.find_first_not_of("0123456789") != std::string::npos)
+    fail("option " + key + " expects an integer >= 0, got '" + value + "'");
+  errno = 0;
+  unsigned long long parsed = std::strtoull(value.c_str(), nullptr, 10);
+  if (errno == ERANGE)
+    fail("option " + key + " expects an integer below 2^64 = " +
+         "18446744073709551616, got '" + value + "' (too large)");
+  return parsed;
+}
+
 namespace {
 Options parseOptions(int argc, char **argv, const Manifest &manifest) {
   Options options;
@@ -476,6 +495,8 @@ Options parseOptions(int argc, char **argv, const Manifest &manifest) {
            "' (options take the form --name=value; see --help)");
     }
     std::string value = arg.substr(equals + 1);
+    if (value.empty())
+      fail("option " + key + " expects a value, got an empty one");
     auto integer = [&](int64_t &out, int64_t min) {
       if (!parseInteger(value, out, min))
         fail("option " + key + " expects an integer >= " + std::to_string(min) +
@@ -488,9 +509,7 @@ Options parseOptions(int argc, char **argv, const Manifest &manifest) {
     } else if (key == "--seq-len") {
       integer(options.length, 1);
     } else if (key == "--seed") {
-      int64_t seed = 0;
-      integer(seed, 0);
-      options.seed = static_cast<uint64_t>(seed);
+      options.seed = parseSeed(key, value);
     } else if (key == "--repeat") {
       integer(options.repeat, 1);
     } else if (key == "--dump-params") {

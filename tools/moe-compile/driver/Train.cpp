@@ -3,26 +3,35 @@
 // Part of the moe-mlir project.
 //
 // The training program (docs/Training.md, "The executable"): fp32 master
-// parameters and AdamW moments live here; each step draws a batch of random
-// windows of the byte corpus, computes the learning rate of the schedule and
-// the bias corrections (in double), calls the compiled
-// @moe_model_train_step, keeps the parameters and moments it returns, and
+// parameters and AdamW moments live here; each step takes the next batch of
+// the training data's seeded shuffle (Data.h), computes the learning rate
+// of the schedule and the bias corrections (in double), calls the compiled
+// @moe_model_train_step, keeps the parameters and moments it returns (or
+// drops them when the step's loss or gradient norm is not finite), and
 // prints one line with the loss, learning rate, gradient norm, worst MoE
 // MaxVio and throughput. --eval-every runs the forward pass on held-out
-// batches. Everything is deterministic: the same seed, data and flags give
-// the same trajectory, bit for bit, on the CPU.
+// batches; --save-dir writes checkpoints (Checkpoint.h) that --resume
+// continues. Everything is deterministic: the same seed, data and flags
+// give the same trajectory, bit for bit, on the CPU.
 //
 //===----------------------------------------------------------------------===//
 
+#include "Checkpoint.h"
+#include "Data.h"
 #include "Driver.h"
+#include "TrainLog.h"
+#include "TrainOptions.h"
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <set>
 #include <string>
 #include <sys/stat.h>
 #include <vector>
@@ -30,351 +39,6 @@
 using namespace moe_driver;
 
 namespace {
-
-//===----------------------------------------------------------------------===//
-// Options
-//===----------------------------------------------------------------------===//
-
-enum class Schedule { WSD, Cosine, Constant };
-
-struct TrainOptions {
-  int64_t steps = 300;
-  double lr = 3e-3, minLr = 3e-4;
-  int64_t warmup = 30;
-  Schedule schedule = Schedule::WSD;
-  double decayFraction = 0.2;
-  double weightDecay = 0.1, clip = 1.0;
-  double beta1 = 0.9, beta2 = 0.95, eps = 1e-8;
-  int64_t batch = -1, length = -1;
-  uint64_t seed = 0;
-  std::string dataPath;
-  int64_t logEvery = 1, evalEvery = 0, evalBatches = 4;
-  std::string dumpParams;
-  // Which options were given (for the checks that relate two of them).
-  bool minLrGiven = false, warmupGiven = false;
-};
-
-const char *scheduleName(Schedule schedule) {
-  switch (schedule) {
-  case Schedule::WSD:
-    return "wsd";
-  case Schedule::Cosine:
-    return "cosine";
-  case Schedule::Constant:
-    return "constant";
-  }
-  return "?";
-}
-
-void printTrainHelp(const char *argv0, const Manifest &manifest) {
-  TrainOptions d;
-  std::printf(
-      "USAGE: %s [options]\n\n"
-      "Trains the model '%s' (compiled by moe-compile) with AdamW and prints\n"
-      "one line per step:\n"
-      "  step <n> loss <v> lr <v> grad-norm <v> max-vio <v> (layer <i>) "
-      "tok/s <v>\n"
-      "loss is the step's mean next-token cross-entropy (nats) before its\n"
-      "update, grad-norm the global gradient norm before clipping, max-vio\n"
-      "the largest MaxVio of the MoE layers (max expert load / mean load - 1)\n"
-      "and the layer that has it, tok/s the training throughput since the\n"
-      "last line. With --eval-every the line ends with 'val-loss <v>', the\n"
-      "mean loss of the forward pass on --eval-batches held-out batches\n"
-      "(the same batches at every evaluation). At the end it prints where\n"
-      "the time went. Same seed, data and flags: the same numbers, bit for\n"
-      "bit.\n\n"
-      "Data: bytes (token id = byte value). Without --data, the embedded\n"
-      "corpus: the fortune databases of Debian's fortunes package (2.5 MB of\n"
-      "English, BSD licence). The data are cut into 20 parts of blocks of\n"
-      "min(4096, size/20) bytes; every 20th block (5%%) is held out for\n"
-      "validation, the others are the training text. Each row of a batch is\n"
-      "a window of seq-len+1 bytes at a random position of the training text\n"
-      "(inputs: its first seq-len bytes, labels: its last seq-len bytes),\n"
-      "drawn by a generator seeded from --seed. --seed also initialises the\n"
-      "weights.\n\n"
-      "Learning rate of step t (1..steps): linear warm-up lr*t/warmup for\n"
-      "t <= warmup, then\n"
-      "  constant  lr\n"
-      "  cosine    min-lr + (lr-min-lr)(1 + cos(pi p))/2, p = (t-warmup) / "
-      "(steps-warmup)\n"
-      "  wsd       lr, then in the last --decay-frac of the steps a linear "
-      "decay\n"
-      "            to min-lr (warm-up, stable, decay)\n\n"
-      "OPTIONS (--name=value or --name value):\n"
-      "  --steps=N          optimizer steps (default %ld)\n"
-      "  --lr=X             peak learning rate, > 0 (default %g)\n"
-      "  --warmup=N         warm-up steps, 0..steps (default steps/10)\n"
-      "  --schedule=S       wsd, cosine or constant (default %s)\n"
-      "  --min-lr=X         final learning rate of wsd and cosine, 0..lr\n"
-      "                     (default lr/10)\n"
-      "  --decay-frac=X     wsd: fraction of the steps that decay, (0, 1]\n"
-      "                     (default %g)\n"
-      "  --weight-decay=X   AdamW decoupled weight decay, >= 0 (default %g;\n"
-      "                     not applied to norms, biases, A_log, dt_bias, "
-      "...)\n"
-      "  --clip=X           global gradient-norm clipping threshold; 0 "
-      "turns\n"
-      "                     clipping off (default %g)\n"
-      "  --beta1=X          AdamW beta1, [0, 1) (default %g)\n"
-      "  --beta2=X          AdamW beta2, [0, 1) (default %g)\n"
-      "  --eps=X            AdamW epsilon, > 0 (default %g)\n"
-      "  --batch=B          sequences per batch (default 4)\n"
-      "  --seq-len=T        tokens per sequence (default 128)\n"
-      "  --seed=N           seed of the weights and of the batches (default "
-      "0)\n"
-      "  --data=FILE        train on the bytes of FILE instead of the "
-      "embedded\n"
-      "                     corpus\n"
-      "  --log-every=N      print every N-th step, and the first and last\n"
-      "                     (default %ld)\n"
-      "  --eval-every=N     measure val-loss every N steps and after the "
-      "last;\n"
-      "                     0: never (default %ld)\n"
-      "  --eval-batches=N   held-out batches per evaluation (default %ld)\n"
-      "  --dump-params=DIR  after training, write every parameter as\n"
-      "                     DIR/<name>.npy (f32)\n"
-      "  --help             print this help\n\n"
-      "Model: vocab_size %ld, hidden_size %ld, %zu parameter tensors, %ld "
-      "scalars, %ld metrics. Target: %s.\n",
-      argv0, manifest.name.c_str(), static_cast<long>(d.steps), d.lr,
-      scheduleName(d.schedule), d.decayFraction, d.weightDecay, d.clip, d.beta1,
-      d.beta2, d.eps, static_cast<long>(d.logEvery),
-      static_cast<long>(d.evalEvery), static_cast<long>(d.evalBatches),
-      static_cast<long>(manifest.vocab), static_cast<long>(manifest.hidden),
-      manifest.params.size(), static_cast<long>(manifest.scalars),
-      static_cast<long>(manifest.numMetrics), kTargetName);
-}
-
-/// Parses a finite decimal or scientific number (the whole text).
-bool parseNumber(const std::string &text, double &value) {
-  if (text.empty() || std::isspace(static_cast<unsigned char>(text[0])))
-    return false;
-  char *end = nullptr;
-  errno = 0;
-  double parsed = std::strtod(text.c_str(), &end);
-  if (errno != 0 || *end != '\0' || !std::isfinite(parsed))
-    return false;
-  value = parsed;
-  return true;
-}
-
-TrainOptions parseTrainOptions(int argc, char **argv,
-                               const Manifest &manifest) {
-  TrainOptions options;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--help" || arg == "-help" || arg == "-h") {
-      printTrainHelp(argv[0], manifest);
-      std::exit(0);
-    }
-    if (arg.size() < 3 || arg.compare(0, 2, "--") != 0)
-      fail("unexpected argument '" + arg +
-           "' (options look like --name=value; see --help)");
-    size_t equals = arg.find('=');
-    std::string key = arg.substr(0, equals);
-    std::string value;
-    if (equals != std::string::npos) {
-      value = arg.substr(equals + 1);
-    } else {
-      if (i + 1 >= argc)
-        fail("option " + key + " expects a value (see --help)");
-      value = argv[++i];
-    }
-    if (value.empty())
-      fail("option " + key + " expects a value, got an empty one");
-    auto integer = [&](int64_t &out, int64_t min) {
-      if (!parseInteger(value, out, min))
-        fail("option " + key + " expects an integer >= " + std::to_string(min) +
-             ", got '" + value + "'");
-    };
-    // A finite number in [min, max] (open ends when the flags say so).
-    auto number = [&](double &out, double min, bool minOpen, double max,
-                      bool maxOpen, const char *range) {
-      double parsed = 0;
-      if (!parseNumber(value, parsed) || parsed < min ||
-          (minOpen && parsed == min) || parsed > max ||
-          (maxOpen && parsed == max))
-        fail("option " + key + " expects a number " + range + ", got '" +
-             value + "'");
-      out = parsed;
-    };
-    const double inf = HUGE_VAL;
-    if (key == "--steps") {
-      integer(options.steps, 1);
-    } else if (key == "--lr") {
-      number(options.lr, 0, true, inf, false, "> 0");
-    } else if (key == "--min-lr") {
-      number(options.minLr, 0, false, inf, false, ">= 0");
-      options.minLrGiven = true;
-    } else if (key == "--warmup") {
-      integer(options.warmup, 0);
-      options.warmupGiven = true;
-    } else if (key == "--schedule") {
-      if (value == "wsd")
-        options.schedule = Schedule::WSD;
-      else if (value == "cosine")
-        options.schedule = Schedule::Cosine;
-      else if (value == "constant")
-        options.schedule = Schedule::Constant;
-      else
-        fail("option --schedule expects wsd, cosine or constant, got '" +
-             value + "'");
-    } else if (key == "--decay-frac") {
-      number(options.decayFraction, 0, true, 1, false, "in (0, 1]");
-    } else if (key == "--weight-decay") {
-      number(options.weightDecay, 0, false, inf, false, ">= 0");
-    } else if (key == "--clip") {
-      number(options.clip, 0, false, inf, false, ">= 0 (0: no clipping)");
-    } else if (key == "--beta1") {
-      number(options.beta1, 0, false, 1, true, "in [0, 1)");
-    } else if (key == "--beta2") {
-      number(options.beta2, 0, false, 1, true, "in [0, 1)");
-    } else if (key == "--eps") {
-      number(options.eps, 0, true, inf, false, "> 0");
-    } else if (key == "--batch") {
-      integer(options.batch, 1);
-    } else if (key == "--seq-len") {
-      integer(options.length, 1);
-    } else if (key == "--seed") {
-      int64_t seed = 0;
-      integer(seed, 0);
-      options.seed = static_cast<uint64_t>(seed);
-    } else if (key == "--data") {
-      options.dataPath = value;
-    } else if (key == "--log-every") {
-      integer(options.logEvery, 1);
-    } else if (key == "--eval-every") {
-      integer(options.evalEvery, 0);
-    } else if (key == "--eval-batches") {
-      integer(options.evalBatches, 1);
-    } else if (key == "--dump-params") {
-      options.dumpParams = value;
-    } else {
-      fail("unknown option '" + key + "' (see --help)");
-    }
-  }
-  if (!options.warmupGiven)
-    options.warmup = options.steps / 10;
-  if (!options.minLrGiven)
-    options.minLr = options.lr / 10;
-  if (options.minLr > options.lr)
-    fail("--min-lr (" + std::to_string(options.minLr) +
-         ") must not exceed --lr (" + std::to_string(options.lr) + ")");
-  if (options.warmup > options.steps)
-    fail("--warmup (" + std::to_string(options.warmup) +
-         ") must not exceed --steps (" + std::to_string(options.steps) + ")");
-  // A static batch or sequence size of the model wins over the defaults and
-  // must agree with an explicit option.
-  auto resolve = [](int64_t &size, int64_t fixed, int64_t fallback,
-                    const char *what) {
-    if (fixed >= 0 && size >= 0 && size != fixed)
-      fail(std::string("the model was compiled for ") + what + " " +
-           std::to_string(fixed) + ", got " + std::to_string(size));
-    if (size < 0)
-      size = fixed >= 0 ? fixed : fallback;
-  };
-  resolve(options.batch, manifest.batch, 4, "--batch");
-  resolve(options.length, manifest.length, 128, "--seq-len");
-  if (options.batch > (int64_t(1) << 20) ||
-      options.length > (int64_t(1) << 24) ||
-      options.batch * options.length > (int64_t(1) << 28))
-    fail("--batch x --seq-len (" + std::to_string(options.batch) + " x " +
-         std::to_string(options.length) + ") is too large");
-  return options;
-}
-
-/// The learning rate of step t in 1..steps.
-double learningRate(const TrainOptions &o, int64_t t) {
-  if (t <= o.warmup)
-    return o.lr * static_cast<double>(t) / static_cast<double>(o.warmup);
-  switch (o.schedule) {
-  case Schedule::Constant:
-    return o.lr;
-  case Schedule::Cosine: {
-    double span = static_cast<double>(std::max<int64_t>(1, o.steps - o.warmup));
-    double p = static_cast<double>(t - o.warmup) / span;
-    return o.minLr + (o.lr - o.minLr) * 0.5 * (1 + std::cos(M_PI * p));
-  }
-  case Schedule::WSD: {
-    // The decay phase: the last ceil(decayFraction * steps) steps, not
-    // reaching into the warm-up; its last step runs at min-lr.
-    int64_t decay = static_cast<int64_t>(
-        std::ceil(o.decayFraction * static_cast<double>(o.steps)));
-    decay = std::min(decay, o.steps - o.warmup);
-    int64_t start = o.steps - decay;
-    if (t <= start || decay == 0)
-      return o.lr;
-    double p = static_cast<double>(t - start) / static_cast<double>(decay);
-    return o.lr + (o.minLr - o.lr) * p;
-  }
-  }
-  return o.lr;
-}
-
-//===----------------------------------------------------------------------===//
-// Data
-//===----------------------------------------------------------------------===//
-
-/// The training and validation bytes.
-struct Corpus {
-  std::string source;
-  std::vector<unsigned char> train, validation;
-};
-
-std::vector<unsigned char> readDataFile(const std::string &path) {
-  struct stat info;
-  if (stat(path.c_str(), &info) != 0)
-    fail("cannot open data file '" + path + "': " + std::strerror(errno));
-  if (S_ISDIR(info.st_mode))
-    fail("data file '" + path + "' is a directory");
-  FILE *file = std::fopen(path.c_str(), "rb");
-  if (!file)
-    fail("cannot open data file '" + path + "': " + std::strerror(errno));
-  std::vector<unsigned char> bytes;
-  unsigned char buffer[1 << 16];
-  size_t count = 0;
-  while ((count = std::fread(buffer, 1, sizeof(buffer), file)) > 0)
-    bytes.insert(bytes.end(), buffer, buffer + count);
-  bool failed = std::ferror(file) != 0;
-  std::fclose(file);
-  if (failed)
-    fail("cannot read data file '" + path + "'");
-  return bytes;
-}
-
-/// Splits `bytes` into blocks of min(4096, size/20) bytes; every 20th
-/// block goes to validation.
-Corpus splitCorpus(std::string source, const unsigned char *bytes,
-                   size_t size) {
-  Corpus corpus;
-  corpus.source = std::move(source);
-  size_t block = std::min<size_t>(4096, size / 20);
-  if (block == 0) {
-    corpus.train.assign(bytes, bytes + size);
-    return corpus;
-  }
-  for (size_t begin = 0, index = 0; begin < size; begin += block, ++index) {
-    size_t end = std::min(size, begin + block);
-    auto &part = index % 20 == 19 ? corpus.validation : corpus.train;
-    part.insert(part.end(), bytes + begin, bytes + end);
-  }
-  return corpus;
-}
-
-/// Fills one batch of inputs and next-byte labels with `batch` random
-/// windows of `text`.
-void drawBatch(const std::vector<unsigned char> &text, int64_t batch,
-               int64_t length, Random &random, int32_t *inputs,
-               int32_t *labels) {
-  uint64_t positions = text.size() - static_cast<size_t>(length);
-  for (int64_t b = 0; b < batch; ++b) {
-    size_t start = random.below(positions);
-    for (int64_t i = 0; i < length; ++i) {
-      inputs[b * length + i] = text[start + i];
-      labels[b * length + i] = text[start + i + 1];
-    }
-  }
-}
 
 //===----------------------------------------------------------------------===//
 // Buffers
@@ -455,6 +119,16 @@ void takeMetrics(MemRef<float, 1> &result, std::vector<float> &into) {
   releaseResult(result.allocated);
 }
 
+/// The signal (SIGINT or SIGTERM) that asked the run to stop, or 0.
+volatile std::sig_atomic_t stopSignal = 0;
+
+extern "C" void onStopSignal(int signal) {
+  stopSignal = signal;
+  // A second one stops the process at once (an interrupted save leaves no
+  // checkpoint that looks complete).
+  std::signal(signal, SIG_DFL);
+}
+
 double seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since)
       .count();
@@ -470,96 +144,194 @@ int moe_driver::runTraining(int argc, char **argv, const Manifest &manifest) {
   auto programStart = std::chrono::steady_clock::now();
   TrainOptions options = parseTrainOptions(argc, argv, manifest);
   checkDevice("while loading the kernels");
-  const int64_t batch = options.batch, length = options.length;
 
-  // Data.
-  auto dataStart = std::chrono::steady_clock::now();
-  if (manifest.vocab < 256)
-    fail("the training data are bytes (ids 0-255), but the model's "
-         "vocab_size is " +
-         std::to_string(manifest.vocab));
-  Corpus corpus;
-  if (options.dataPath.empty()) {
-    ByteSpan bytes = embeddedCorpus();
-    corpus = splitCorpus("the embedded corpus (Debian fortunes)", bytes.data,
-                         bytes.size);
-  } else {
-    std::vector<unsigned char> bytes = readDataFile(options.dataPath);
-    corpus = splitCorpus("data file '" + options.dataPath + "'", bytes.data(),
-                         bytes.size());
-  }
-  size_t window = static_cast<size_t>(length) + 1;
-  if (corpus.train.size() < window)
-    fail(corpus.source + " holds " +
-         std::to_string(corpus.train.size() + corpus.validation.size()) +
-         " bytes, of which " + std::to_string(corpus.train.size()) +
-         " are for training: too few for one window of seq-len + 1 = " +
-         std::to_string(window) + " bytes");
-  if (options.evalEvery > 0 && corpus.validation.size() < window)
-    fail(corpus.source + " holds " + std::to_string(corpus.validation.size()) +
-         " held-out bytes (every 20th block): too few for one window of "
-         "seq-len + 1 = " +
-         std::to_string(window) +
-         " bytes; use more data or drop "
-         "--eval-every");
-  double dataSeconds = seconds(dataStart);
-
-  // Metrics: the gradient norm and each MoE layer's MaxVio.
-  int64_t gradNormIndex = -1;
-  std::vector<std::pair<int64_t, std::string>> maxVio;
-  for (const Metric &metric : manifest.metrics) {
-    if (metric.name == "grad_norm" && metric.count == 1)
-      gradNormIndex = metric.offset;
-    const std::string suffix = ".max_vio";
-    if (metric.count == 1 && metric.name.size() > suffix.size() &&
-        metric.name.compare(metric.name.size() - suffix.size(), suffix.size(),
-                            suffix) == 0)
-      maxVio.emplace_back(
-          metric.offset,
-          metric.name.substr(0, metric.name.size() - suffix.size()));
-  }
-  if (gradNormIndex < 0)
-    fail("the model's train step names no 'grad_norm' metric (the "
-         "executable is damaged)");
-
-  // State: parameters and AdamW moments (fp32), the batch, the hyper-
-  // parameters.
+  // State: parameters and AdamW moments (fp32), from a checkpoint or fresh.
   auto initStart = std::chrono::steady_clock::now();
   size_t scalars = static_cast<size_t>(manifest.scalars);
   StateVector params(scalars, "parameters"), m(scalars, "first moments"),
       v(scalars, "second moments");
+  nlohmann::json resumed;
+  std::string resumedFrom;
+  if (!options.resume.empty()) {
+    resumedFrom = findCheckpoint(options.resume, options.saveDir);
+    resumed =
+        loadCheckpoint(resumedFrom, manifest, params.get(), m.get(), v.get());
+    adoptSettings(options, resumed.value("settings", nlohmann::json()),
+                  resumedFrom);
+  }
+  finishTrainOptions(options, manifest);
+  if (options.resume.empty())
+    initialiseParams(manifest, options.seed, params.get());
+  const int64_t batch = options.batch, length = options.length;
   Buffer<float> hyper(8);
-  initialiseParams(manifest, options.seed, params.get());
   size_t tokens = static_cast<size_t>(batch * length);
   Buffer<int32_t> inputs(tokens), labels(tokens);
   double initSeconds = seconds(initStart);
 
+  // Data.
+  auto dataStart = std::chrono::steady_clock::now();
+  Dataset data =
+      loadDataset(options.dataPath, options.validationPath,
+                  options.dataFormat == "bytes"    ? DataFormat::Bytes
+                  : options.dataFormat == "tokens" ? DataFormat::Tokens
+                                                   : DataFormat::Auto,
+                  static_cast<uint64_t>(manifest.vocab));
+  const char *unit = data.unit.c_str();
+  uint64_t window = static_cast<uint64_t>(length) + 1;
+  for (size_t i = 0; i < data.train.size(); ++i)
+    if (data.train[i].size() < window)
+      fail(data.names[i] + " holds " + std::to_string(data.sizes[i]) + " " +
+           unit + ", of which " + std::to_string(data.train[i].size()) +
+           " are for training: too few for one window of seq-len + 1 = " +
+           std::to_string(window) + " " + unit);
+  uint64_t trainTokens = Dataset::count(data.train);
+  uint64_t validationTokens = Dataset::count(data.validation);
+  bool anyValidationWindow = false;
+  for (const auto &shard : data.validation)
+    anyValidationWindow = anyValidationWindow || shard.size() >= window;
+  if (options.evalEvery > 0 && !anyValidationWindow)
+    fail(data.validationSource + " holds " + std::to_string(validationTokens) +
+         " held-out " + unit + (data.split ? " (every 20th block)" : "") +
+         ": too few for one window of seq-len + 1 = " + std::to_string(window) +
+         " " + unit + "; use more data or drop --eval-every");
+  double dataSeconds = seconds(dataStart);
+
+  // Metrics: the gradient norm and each MoE layer's MaxVio and loads.
+  MetricLayout layout = MetricLayout::fromManifest(manifest);
+
   std::printf("training %s: %ld parameters, batch %ld x %ld tokens, %ld "
               "steps, %s schedule, lr %g (min %g, warm-up %ld), weight decay "
               "%g, clip %g, seed %lu, target %s\n"
-              "data: %s, %zu training and %zu held-out bytes\n",
+              "data: %s, %lu training and %lu held-out %s%s%s\n",
               manifest.name.c_str(), static_cast<long>(manifest.scalars),
               static_cast<long>(batch), static_cast<long>(length),
               static_cast<long>(options.steps), scheduleName(options.schedule),
               options.lr, options.minLr, static_cast<long>(options.warmup),
               options.weightDecay, options.clip,
               static_cast<unsigned long>(options.seed), kTargetName,
-              corpus.source.c_str(), corpus.train.size(),
-              corpus.validation.size());
-  std::fflush(stdout);
+              data.source.c_str(), static_cast<unsigned long>(trainTokens),
+              static_cast<unsigned long>(validationTokens), unit,
+              data.split ? "" : " from ",
+              data.split ? "" : data.validationSource.c_str());
+  // The model and every setting, so that a log says what ran.
+  std::string experts;
+  for (const MetricLayout::Layer &layer : layout.layers)
+    experts += (experts.empty() ? " (" : ", ") + layer.name + ": " +
+               std::to_string(layer.experts) + " experts";
+  if (!experts.empty())
+    experts += ")";
+  std::printf("model: %s, vocab_size %ld, hidden_size %ld, %zu parameter "
+              "tensors, %ld scalars, %zu MoE layers%s\n",
+              manifest.name.c_str(), static_cast<long>(manifest.vocab),
+              static_cast<long>(manifest.hidden), manifest.params.size(),
+              static_cast<long>(manifest.scalars), layout.layers.size(),
+              experts.c_str());
+  std::string settings;
+  nlohmann::json values = trajectorySettings(options);
+  for (auto it = values.begin(); it != values.end(); ++it) {
+    std::string value;
+    if (it->is_string()) {
+      value = it->get_ref<const std::string &>();
+    } else if (it->is_number_float()) {
+      char text[32];
+      std::snprintf(text, sizeof(text), "%g", it->get<double>());
+      value = text;
+    } else {
+      value = it->dump();
+    }
+    if (!value.empty())
+      settings += " --" + it.key() + "=" + value;
+  }
+  std::printf("settings:%s\n", settings.c_str());
 
   // The batches: one stream for training, a fixed set for validation.
-  Random trainRandom(options.seed * 0x9e3779b97f4a7c15ull ^
-                     hashName("moe-driver/train-batches"));
+  BatchSampler trainBatches(data.train, length,
+                            options.seed * 0x9e3779b97f4a7c15ull ^
+                                hashName("moe-driver/train-batches"));
   const uint64_t validationSeed =
       options.seed * 0x9e3779b97f4a7c15ull ^ hashName("moe-driver/validation");
 
+  // What a checkpoint records besides the tensors, and its restoration.
+  float firstLoss = 0, lastLoss = 0;
+  // Skipped steps (non-finite loss or gradient norm): in a row, in all.
+  int64_t badInARow = 0, badSteps = 0;
+  auto runState = [&]() {
+    return nlohmann::json{
+        {"settings", trajectorySettings(options)},
+        {"data",
+         {{"source", data.source},
+          {"train_tokens", trainTokens},
+          {"validation_tokens", validationTokens},
+          {"epoch", trainBatches.epoch()},
+          {"cursor", trainBatches.cursor()}}},
+        {"first_loss", firstLoss},
+        {"last_loss", lastLoss},
+        {"bad_steps", {{"in_a_row", badInARow}, {"total", badSteps}}}};
+  };
+  int64_t startStep = 0;
+  if (!resumedFrom.empty()) {
+    auto bad = [&](const std::string &what) {
+      fail("checkpoint '" + resumedFrom + "': " + what);
+    };
+    nlohmann::json position = resumed.value("data", nlohmann::json());
+    if (!position.is_object() ||
+        !position.value("epoch", nlohmann::json()).is_number_unsigned() ||
+        !position.value("cursor", nlohmann::json()).is_number_unsigned())
+      bad("state.json has no data position");
+    if (position.value("train_tokens", nlohmann::json()) != trainTokens ||
+        position.value("validation_tokens", nlohmann::json()) !=
+            validationTokens)
+      bad("its data (" + position.value("source", nlohmann::json()).dump() +
+          ", " + position.value("train_tokens", nlohmann::json()).dump() +
+          " training " + unit + ") differ from " + data.source + " (" +
+          std::to_string(trainTokens) + " training " + unit + ")");
+    if (!trainBatches.restore(position["epoch"].get<int64_t>(),
+                              position["cursor"].get<uint64_t>()))
+      bad("its data position lies past the end of its epoch");
+    uint64_t savedStep = resumed["step"].get<uint64_t>();
+    if (savedStep > uint64_t(options.steps))
+      bad("it is at step " + std::to_string(savedStep) + ", past --steps " +
+          std::to_string(options.steps));
+    startStep = static_cast<int64_t>(savedStep);
+    auto loss = [&](const char *key) {
+      const nlohmann::json &value = resumed.value(key, nlohmann::json());
+      return value.is_number() ? value.get<float>() : NAN;
+    };
+    firstLoss = loss("first_loss");
+    lastLoss = loss("last_loss");
+    nlohmann::json counters = resumed.value("bad_steps", nlohmann::json());
+    if (!counters.is_object() ||
+        !counters.value("in_a_row", nlohmann::json()).is_number_unsigned() ||
+        !counters.value("total", nlohmann::json()).is_number_unsigned())
+      bad("state.json has no bad_steps");
+    badInARow = counters["in_a_row"].get<int64_t>();
+    badSteps = counters["total"].get<int64_t>();
+    std::printf("resumed from %s at step %ld\n", resumedFrom.c_str(),
+                static_cast<long>(startStep));
+  }
+  std::fflush(stdout);
+  auto save = [&](int64_t step) {
+    std::string dir =
+        saveCheckpoint(options.saveDir, step, options.keep, manifest,
+                       params.get(), m.get(), v.get(), runState());
+    return dir;
+  };
+
+  // SIGINT and SIGTERM: save after the current step and exit with 0.
+  if (!options.saveDir.empty()) {
+    struct sigaction action;
+    std::memset(&action, 0, sizeof(action));
+    action.sa_handler = onStopSignal;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, nullptr);
+    sigaction(SIGTERM, &action, nullptr);
+  }
+
   auto evaluate = [&]() {
-    Random random(validationSeed);
+    BatchSampler batches(data.validation, length, validationSeed);
     double sum = 0;
     for (int64_t i = 0; i < options.evalBatches; ++i) {
-      drawBatch(corpus.validation, batch, length, random, inputs.get(),
-                labels.get());
+      batches.next(batch, inputs.get(), labels.get());
       MemRef<float, 1> paramsRef = params.vector();
       MemRef<int32_t, 2> inputsRef = inputs.matrix(batch, length);
       MemRef<int32_t, 2> labelsRef = labels.matrix(batch, length);
@@ -573,14 +345,35 @@ int moe_driver::runTraining(int argc, char **argv, const Manifest &manifest) {
     return sum / static_cast<double>(options.evalBatches);
   };
 
+  // Test hook: MOE_TEST_POISON_STEPS=<n>[,<n>...] runs those steps on a
+  // copy of the parameters filled with NaN, a stand-in for a step that
+  // diverges (the step's results are then dropped).
+  std::set<int64_t> poisonSteps;
+  if (const char *list = std::getenv("MOE_TEST_POISON_STEPS")) {
+    std::string text = list;
+    for (size_t begin = 0; begin <= text.size();) {
+      size_t end = std::min(text.find(',', begin), text.size());
+      int64_t poisoned = 0;
+      if (!parseInteger(text.substr(begin, end - begin), poisoned, 1))
+        fail("MOE_TEST_POISON_STEPS expects step numbers separated by "
+             "commas, got '" +
+             text + "'");
+      poisonSteps.insert(poisoned);
+      begin = end + 1;
+    }
+  }
+  std::unique_ptr<Buffer<float>> poison;
+
+  MetricsLog metricsLog;
+  metricsLog.open(options.metricsPath, resumedFrom.empty() ? -1 : startStep);
+  Progress progress(options.steps, startStep + 1);
+
   double stepSeconds = 0, evalSeconds = 0, intervalSeconds = 0;
   int64_t intervalTokens = 0;
   std::vector<float> metrics(static_cast<size_t>(manifest.numMetrics));
-  float firstLoss = 0, lastLoss = 0;
-  for (int64_t step = 1; step <= options.steps; ++step) {
+  for (int64_t step = startStep + 1; step <= options.steps; ++step) {
     auto batchStart = std::chrono::steady_clock::now();
-    drawBatch(corpus.train, batch, length, trainRandom, inputs.get(),
-              labels.get());
+    trainBatches.next(batch, inputs.get(), labels.get());
     dataSeconds += seconds(batchStart);
 
     // hyper = [lr, beta1, beta2, eps, weight_decay, max_grad_norm,
@@ -600,6 +393,12 @@ int moe_driver::runTraining(int argc, char **argv, const Manifest &manifest) {
 
     MemRef<float, 1> paramsRef = params.vector(), mRef = m.vector(),
                      vRef = v.vector(), hyperRef = hyper.vector();
+    if (poisonSteps.count(step)) {
+      if (!poison)
+        poison = std::make_unique<Buffer<float>>(scalars);
+      std::fill(poison->get(), poison->get() + scalars, NAN);
+      paramsRef = poison->vector();
+    }
     MemRef<int32_t, 2> inputsRef = inputs.matrix(batch, length);
     MemRef<int32_t, 2> labelsRef = labels.matrix(batch, length);
     TrainStepResults results;
@@ -615,10 +414,29 @@ int moe_driver::runTraining(int argc, char **argv, const Manifest &manifest) {
         results.m.allocated == results.v.allocated)
       fail("the train step returned one buffer for two of its results (the "
            "executable is damaged)");
-    params.adopt(results.params);
-    m.adopt(results.m);
-    v.adopt(results.v);
     takeMetrics(results.metrics, metrics);
+    float gradNorm = metrics[static_cast<size_t>(layout.gradNorm)];
+    // A step whose loss or gradient norm is not finite changes nothing:
+    // its parameters, moments and router biases are dropped.
+    bool bad = !std::isfinite(loss) || !std::isfinite(gradNorm);
+    if (bad) {
+      for (const MemRef<float, 1> *result :
+           {&results.params, &results.m, &results.v}) {
+        if (result->allocated == params.vector().allocated ||
+            result->allocated == m.vector().allocated ||
+            result->allocated == v.vector().allocated)
+          fail("the train step updated its state in place, so a bad step "
+               "cannot be skipped (the executable is damaged)");
+        releaseResult(result->allocated);
+      }
+      ++badInARow;
+      ++badSteps;
+    } else {
+      params.adopt(results.params);
+      m.adopt(results.m);
+      v.adopt(results.v);
+      badInARow = 0;
+    }
     double elapsed = seconds(stepStart);
     stepSeconds += elapsed;
     intervalSeconds += elapsed;
@@ -626,49 +444,114 @@ int moe_driver::runTraining(int argc, char **argv, const Manifest &manifest) {
     if (step == 1)
       firstLoss = loss;
     lastLoss = loss;
-    if (!std::isfinite(loss)) {
-      std::printf("step %ld loss %.9g\n", static_cast<long>(step), loss);
-      std::fprintf(stderr, "error: the loss is not finite at step %ld\n",
-                   static_cast<long>(step));
+
+    bool last = step == options.steps;
+    bool log = step == 1 || last || step % options.logEvery == 0 || bad;
+    bool eval =
+        options.evalEvery > 0 && (last || step % options.evalEvery == 0);
+    double stepTokensPerSecond =
+        static_cast<double>(batch * length) / std::max(elapsed, 1e-9);
+    nlohmann::json record = {{"step", step},
+                             {"loss", loss},
+                             {"lr", lr},
+                             {"grad_norm", gradNorm},
+                             {"tokens_per_s", stepTokensPerSecond},
+                             {"skipped", bad},
+                             {"bad_steps", badSteps}};
+    if (!layout.layers.empty()) {
+      nlohmann::json layers = nlohmann::json::object();
+      for (const MetricLayout::Layer &layer : layout.layers) {
+        nlohmann::json entry = nlohmann::json::object();
+        if (layer.maxVio >= 0)
+          entry["max_vio"] = metrics[static_cast<size_t>(layer.maxVio)];
+        if (layer.load >= 0)
+          entry["load"] =
+              std::vector<float>(metrics.begin() + layer.load,
+                                 metrics.begin() + layer.load + layer.experts);
+        layers[layer.name] = std::move(entry);
+      }
+      record["moe"] = std::move(layers);
+    }
+    if (log || eval) {
+      progress.clear();
+      std::printf("step %ld loss %.9g lr %.6g grad-norm %.6g",
+                  static_cast<long>(step), loss, lr, gradNorm);
+      const MetricLayout::Layer *worst = nullptr;
+      for (const MetricLayout::Layer &layer : layout.layers)
+        if (layer.maxVio >= 0 &&
+            (!worst || metrics[layer.maxVio] > metrics[worst->maxVio]))
+          worst = &layer;
+      if (worst)
+        std::printf(" max-vio %.6g (%s)", metrics[worst->maxVio],
+                    worst->name.c_str());
+      std::printf(" tok/s %.1f", static_cast<double>(intervalTokens) /
+                                     std::max(intervalSeconds, 1e-9));
+      intervalTokens = 0;
+      intervalSeconds = 0;
+      if (bad)
+        std::printf(" skipped (%ld in a row, %ld in all)",
+                    static_cast<long>(badInARow), static_cast<long>(badSteps));
+      if (eval) {
+        auto evalStart = std::chrono::steady_clock::now();
+        double validationLoss = evaluate();
+        evalSeconds += seconds(evalStart);
+        std::printf(" val-loss %.9g", validationLoss);
+        record["val_loss"] = validationLoss;
+      }
+      std::printf("\n");
+      std::fflush(stdout);
+    } else {
+      progress.update(step, loss, stepTokensPerSecond);
+    }
+    metricsLog.write(record);
+
+    if (badInARow >= options.maxBadSteps) {
+      progress.clear();
+      std::fprintf(
+          stderr,
+          "error: %ld steps in a row (%ld to %ld) had a non-finite "
+          "loss or gradient norm and were skipped; stopping "
+          "(--max-bad-steps=%ld)\n",
+          static_cast<long>(badInARow), static_cast<long>(step - badInARow + 1),
+          static_cast<long>(step), static_cast<long>(options.maxBadSteps));
       return 2;
     }
 
-    bool last = step == options.steps;
-    bool log = step == 1 || last || step % options.logEvery == 0;
-    bool eval =
-        options.evalEvery > 0 && (last || step % options.evalEvery == 0);
-    if (!log && !eval)
+    // Checkpoints: every --save-every steps, after the last, on a signal.
+    if (options.saveDir.empty())
       continue;
-    std::printf("step %ld loss %.9g lr %.6g grad-norm %.6g",
-                static_cast<long>(step), loss, lr,
-                metrics[static_cast<size_t>(gradNormIndex)]);
-    if (!maxVio.empty()) {
-      size_t worst = 0;
-      for (size_t i = 1; i < maxVio.size(); ++i)
-        if (metrics[maxVio[i].first] > metrics[maxVio[worst].first])
-          worst = i;
-      std::printf(" max-vio %.6g (%s)", metrics[maxVio[worst].first],
-                  maxVio[worst].second.c_str());
+    std::string saved;
+    if (last || (options.saveEvery > 0 && step % options.saveEvery == 0)) {
+      saved = save(step);
+      progress.clear();
+      std::printf("saved checkpoint %s\n", saved.c_str());
+      std::fflush(stdout);
     }
-    std::printf(" tok/s %.1f", static_cast<double>(intervalTokens) /
-                                   std::max(intervalSeconds, 1e-9));
-    intervalTokens = 0;
-    intervalSeconds = 0;
-    if (eval) {
-      auto evalStart = std::chrono::steady_clock::now();
-      double validationLoss = evaluate();
-      evalSeconds += seconds(evalStart);
-      std::printf(" val-loss %.9g", validationLoss);
+    if ((stopSignal || step == options.stopAfter) && !last) {
+      if (saved.empty())
+        saved = save(step);
+      progress.clear();
+      std::printf("stopped by %s after step %ld: checkpoint %s\n",
+                  !stopSignal            ? "--stop-after"
+                  : stopSignal == SIGINT ? "SIGINT"
+                                         : "SIGTERM",
+                  static_cast<long>(step), saved.c_str());
+      std::fflush(stdout);
+      return 0;
     }
-    std::printf("\n");
-    std::fflush(stdout);
   }
 
   if (!options.dumpParams.empty())
     dumpParams(options.dumpParams, manifest, params.get());
 
   double total = seconds(programStart);
-  double trained = static_cast<double>(options.steps * batch * length);
+  double trained =
+      static_cast<double>((options.steps - startStep) * batch * length);
+  progress.clear();
+  if (badSteps > 0)
+    std::printf("skipped %ld of %ld steps (non-finite loss or gradient "
+                "norm)\n",
+                static_cast<long>(badSteps), static_cast<long>(options.steps));
   std::printf("loss %.6g -> %.6g after %ld steps (%.0f tokens)\n", firstLoss,
               lastLoss, static_cast<long>(options.steps), trained);
   std::printf("time: total %.3f s = init %.3f s + data %.3f s + step %.3f s "
