@@ -20,12 +20,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   SafeTensorsHeader header;
   if (!parseSafeTensors(data, size, "fuzz.safetensors", header).empty())
     return 0;
-  // What the reader promises of an accepted file: spans inside the data,
-  // in order of their start without overlap, each of the size its shape
-  // and dtype give.
-  uint64_t dataSize = size - header.dataStart;
+  // What the reader promises of an accepted file: spans (file offsets)
+  // inside the data, each of the size its shape and dtype give.
   for (const TensorEntry &tensor : header.tensors) {
-    if (tensor.begin > tensor.end || tensor.end > dataSize)
+    if (tensor.begin < header.dataStart || tensor.begin > tensor.end ||
+        tensor.end > size)
       std::abort();
     uint64_t bytes = dtypeSize(tensor.dtype);
     for (uint64_t dim : tensor.shape)

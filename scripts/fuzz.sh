@@ -8,7 +8,8 @@
 # build-asan/, which scripts/sanitize.sh configures and builds). The
 # committed seeds are read, never written: what the fuzzer finds goes to a
 # scratch corpus, MOE_FUZZ_BUILD_DIR/fuzz/TARGET, which later runs continue
-# from, and a crashing input to MOE_FUZZ_BUILD_DIR/fuzz/TARGET-crash-*.
+# from, and a crashing (hanging, memory-hungry) input to
+# MOE_FUZZ_BUILD_DIR/fuzz/TARGET-crash-* (-timeout-*, -oom-*).
 # JOBS > 1 runs that many fuzzing processes on the shared corpus.
 # Prints one summary line (executions, new corpus size, crashes); the exit
 # status is non-zero when the target crashed, hung or tripped a sanitizer.
@@ -37,7 +38,7 @@ moe_log "fuzz: $target for ${seconds}s ($jobs job(s)), seeds $seeds"
 # -max_len: the seeds (whole test files) are up to a few KiB.
 args=(-max_total_time="$seconds" -timeout=30 -rss_limit_mb=4096
   -max_len=16384 -print_final_stats=1
-  -artifact_prefix="$build/fuzz/$target-crash-")
+  -artifact_prefix="$build/fuzz/$target-")
 if ((jobs > 1)); then
   args+=(-fork="$jobs" -ignore_crashes=0)
 fi
@@ -50,7 +51,8 @@ if ((runs == 0)); then
   runs="$(grep -o 'exec/s: [0-9]*.*' "$log" | tail -1)"
 fi
 units="$(find "$scratch" -type f | wc -l)"
-crashes="$(find "$build/fuzz" -maxdepth 1 -name "$target-crash-*" | wc -l)"
+crashes="$(find "$build/fuzz" -maxdepth 1 \( -name "$target-crash-*" -o \
+  -name "$target-timeout-*" -o -name "$target-oom-*" \) | wc -l)"
 if ((status == 0)); then
   echo "fuzz $target: ${seconds}s, $runs executions, corpus $units inputs, no crash"
 else
