@@ -11,6 +11,9 @@
 # from, and a crashing (hanging, memory-hungry) input to
 # MOE_FUZZ_BUILD_DIR/fuzz/TARGET-crash-* (-timeout-*, -oom-*).
 # JOBS > 1 runs that many fuzzing processes on the shared corpus.
+# MOE_FUZZ_SEED fixes libFuzzer's random seed (scripts/sanitize.sh uses 1,
+# so that CI's run is the same on every run of the same code); without it
+# every run explores differently.
 # Prints one summary line (executions, new corpus size, crashes); the exit
 # status is non-zero when the target crashed, hung or tripped a sanitizer.
 #
@@ -39,6 +42,9 @@ moe_log "fuzz: $target for ${seconds}s ($jobs job(s)), seeds $seeds"
 args=(-max_total_time="$seconds" -timeout=30 -rss_limit_mb=4096
   -max_len=16384 -print_final_stats=1
   -artifact_prefix="$build/fuzz/$target-")
+if [[ -n "${MOE_FUZZ_SEED:-}" ]]; then
+  args+=(-seed="$MOE_FUZZ_SEED")
+fi
 if ((jobs > 1)); then
   args+=(-fork="$jobs" -ignore_crashes=0)
 fi

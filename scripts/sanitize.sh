@@ -9,7 +9,8 @@
 # (cmake/Sanitizers.cmake); builds it; runs the lit suite with the
 # sanitized tools, except the tests listed in MOE_ASAN_SKIP (slow ones, see
 # below); then runs every fuzz target for MOE_FUZZ_SECONDS (default 60) from
-# its committed seed corpus (scripts/fuzz.sh). Any sanitizer report fails
+# its committed seed corpus (scripts/fuzz.sh, libFuzzer seed MOE_FUZZ_SEED,
+# default 1, so that a run is repeatable). Any sanitizer report fails
 # the test that triggered it. The last line of output is
 #
 #   N passed, M failed
@@ -77,7 +78,7 @@ if ninja -C "$MOE_ASAN_BUILD_DIR" -j "$MOE_JOBS" "${MOE_BUILD_TARGETS[@]}" moe-f
 
   for target in "$MOE_ROOT"/fuzz/corpus/*/; do
     name="$(basename "$target")"
-    if MOE_FUZZ_BUILD_DIR="$MOE_ASAN_BUILD_DIR" \
+    if MOE_FUZZ_BUILD_DIR="$MOE_ASAN_BUILD_DIR" MOE_FUZZ_SEED="${MOE_FUZZ_SEED:-1}" \
       "$MOE_ROOT/scripts/fuzz.sh" "$name" "$MOE_FUZZ_SECONDS"; then
       passed=$((passed + 1))
     else
