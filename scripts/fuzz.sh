@@ -7,9 +7,9 @@
 # moe-fuzz-TARGET of the sanitizer build (MOE_FUZZ_BUILD_DIR, default
 # build-asan/, which scripts/sanitize.sh configures and builds). The
 # committed seeds are read, never written: what the fuzzer finds goes to a
-# scratch corpus, MOE_FUZZ_BUILD_DIR/fuzz/TARGET, which later runs continue
-# from, and a crashing (hanging, memory-hungry) input to
-# MOE_FUZZ_BUILD_DIR/fuzz/TARGET-crash-* (-timeout-*, -oom-*).
+# scratch corpus, MOE_FUZZ_BUILD_DIR/fuzz-runs/TARGET, which later runs
+# continue from, and a crashing (hanging, memory-hungry) input to
+# MOE_FUZZ_BUILD_DIR/fuzz-runs/TARGET-crash-* (-timeout-*, -oom-*).
 # JOBS > 1 runs that many fuzzing processes on the shared corpus.
 # MOE_FUZZ_SEED fixes libFuzzer's random seed (scripts/sanitize.sh uses 1,
 # so that CI's run is the same on every run of the same code); without it
@@ -34,14 +34,18 @@ program="$build/bin/moe-fuzz-$target"
 [[ -x "$program" ]] ||
   moe_die "no $program: build the fuzz targets first (scripts/sanitize.sh)"
 
-scratch="$build/fuzz/$target"
+# ASan's user poisoning is off: LLVM's allocators, inlined into our
+# instrumented code, poison memory that Debian's uninstrumented libMLIR then
+# writes (a false use-after-poison).
+export ASAN_OPTIONS="${ASAN_OPTIONS:-allow_user_poisoning=0:detect_leaks=1}"
+scratch="$build/fuzz-runs/$target"
 mkdir -p "$scratch"
-log="$build/fuzz/$target.log"
+log="$build/fuzz-runs/$target.log"
 moe_log "fuzz: $target for ${seconds}s ($jobs job(s)), seeds $seeds"
 # -max_len: the seeds (whole test files) are up to a few KiB.
 args=(-max_total_time="$seconds" -timeout=30 -rss_limit_mb=4096
   -max_len=16384 -print_final_stats=1
-  -artifact_prefix="$build/fuzz/$target-")
+  -artifact_prefix="$build/fuzz-runs/$target-")
 if [[ -n "${MOE_FUZZ_SEED:-}" ]]; then
   args+=(-seed="$MOE_FUZZ_SEED")
 fi
@@ -57,7 +61,7 @@ if ((runs == 0)); then
   runs="$(grep -o 'exec/s: [0-9]*.*' "$log" | tail -1)"
 fi
 units="$(find "$scratch" -type f | wc -l)"
-crashes="$(find "$build/fuzz" -maxdepth 1 \( -name "$target-crash-*" -o \
+crashes="$(find "$build/fuzz-runs" -maxdepth 1 \( -name "$target-crash-*" -o \
   -name "$target-timeout-*" -o -name "$target-oom-*" \) | wc -l)"
 if ((status == 0)); then
   echo "fuzz $target: ${seconds}s, $runs executions, corpus $units inputs, no crash"

@@ -33,7 +33,10 @@ MOE_FUZZ_SECONDS="${MOE_FUZZ_SECONDS:-60}"
 MOE_ASAN_SKIP="${MOE_ASAN_SKIP:-Integration/CPU/(kda-grad\.mlir|kimi-tiny-grad-check\.test)}"
 
 # Reports go to stderr; the first one stops the program (the lit test fails).
-export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1}"
+# User poisoning is off: LLVM's allocators (BumpPtrAllocator, ...), inlined
+# into our instrumented code, poison memory that Debian's uninstrumented
+# libMLIR then uses as its own, which ASan would report as use-after-poison.
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1:allow_user_poisoning=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$MOE_ROOT/scripts/lsan.supp:print_suppressions=0}"
 

@@ -196,6 +196,8 @@ const char *moertStatusName(moertStatus status) {
     return "MOERT_ERROR_CUDA";
   case MOERT_ERROR_OUT_OF_HOST_MEMORY:
     return "MOERT_ERROR_OUT_OF_HOST_MEMORY";
+  case MOERT_STATUS_MAX_ENUM_:
+    break;
   }
   return "MOERT_STATUS_UNKNOWN";
 }

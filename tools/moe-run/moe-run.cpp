@@ -410,7 +410,8 @@ static llvm::Expected<Argument> loadInput(unsigned index, llvm::StringRef path,
   if (!arg.buffer->data)
     return makeError("input " + llvm::Twine(index) + " (" + fileName +
                      "): out of memory");
-  std::memcpy(arg.buffer->data, bytes->data(), bytes->size());
+  if (!bytes->empty()) // an empty array has no data pointer to copy from
+    std::memcpy(arg.buffer->data, bytes->data(), bytes->size());
   auto ptr = static_cast<int64_t>(reinterpret_cast<intptr_t>(arg.buffer->data));
   arg.descriptor = {ptr, ptr, /*offset=*/0};
   llvm::append_range(arg.descriptor, array->shape);

@@ -68,6 +68,10 @@ typedef enum moertStatus {
   MOERT_ERROR_CUDA = 5,
   /// Host memory ran out inside the runtime.
   MOERT_ERROR_OUT_OF_HOST_MEMORY = 6,
+  /// Not a status: it makes every value of a 32-bit int a valid moertStatus
+  /// (in C++ too), so that a code this header does not name, from a newer
+  /// runtime, can be passed around and to moertStatusName.
+  MOERT_STATUS_MAX_ENUM_ = 0x7fffffff,
 } moertStatus;
 
 /// A device, its primary CUDA context, and the runtime's bookkeeping.

@@ -516,9 +516,13 @@ RoutingKernel RoutedLowering::buildRoutingKernel(RouteOp op, Balance balance) {
                   b, arith::DivFOp::create(b, offset, kernel.histogramWidth));
               // Clamped as a float (maxnumf/minnumf also map NaN into the
               // range), so the conversion never overflows.
-              position = arith::MinNumFOp::create(
-                  b, arith::MaxNumFOp::create(b, position, f32c(0.0)),
-                  f32c(static_cast<double>(bins - 1)));
+              // (One statement per op: C++ leaves the order of argument
+              // evaluation open, and the IR must not depend on the host
+              // compiler.)
+              Value last = f32c(static_cast<double>(bins - 1));
+              Value zero = f32c(0.0);
+              Value floored = arith::MaxNumFOp::create(b, position, zero);
+              position = arith::MinNumFOp::create(b, floored, last);
               Value binIndex =
                   toIndex(arith::FPToSIOp::create(b, i64(), position));
               Value count =

@@ -524,9 +524,12 @@ gpu::GPUFuncOp RoutingKernelGenerator::buildRouteKernel(TypeRange types) {
         }
         Value position =
             math::FloorOp::create(b, e.fdiv(e.fsub(r, low), width));
-        position = arith::MinNumFOp::create(
-            b, arith::MaxNumFOp::create(b, position, e.f32(0.0)),
-            e.f32(static_cast<double>(plan.bins - 1)));
+        // One statement per op: the IR must not depend on the host
+        // compiler's order of argument evaluation.
+        Value last = e.f32(static_cast<double>(plan.bins - 1));
+        Value zero = e.f32(0.0);
+        Value floored = arith::MaxNumFOp::create(b, position, zero);
+        position = arith::MinNumFOp::create(b, floored, last);
         Value bin = e.toIndex(arith::FPToSIOp::create(b, e.i64(), position));
         e.atomicAdd(e.i32c(1), stats, e.add(e.mul(j, plan.bins), bin));
       });

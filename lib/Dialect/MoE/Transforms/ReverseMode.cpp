@@ -754,9 +754,10 @@ ReverseMode::buildOperandAdjoint(linalg::LinalgOp op, OpOperand &operand,
     cloned.push_back(&inner);
   for (Operation *inner : cloned) {
     if (failed(forward.visit(inner))) {
+      // `inner` lives in the generic's body: name it before erasing both.
+      OperationName name = inner->getName();
       generic->erase();
-      return op->emitError("cannot differentiate '")
-             << inner->getName() << "' in its body";
+      return op->emitError("cannot differentiate '") << name << "' in its body";
     }
   }
 
