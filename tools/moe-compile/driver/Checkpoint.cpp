@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Checkpoint.h"
+#include "ParamFiles.h"
 #include "SafeTensors.h"
 
 #include <algorithm>
@@ -215,8 +216,9 @@ bool moe_driver::parseHexValue(const Json &value, uint64_t &out) {
 
 std::string moe_driver::saveCheckpoint(const std::string &saveDir, int64_t step,
                                        int64_t keep, const Manifest &manifest,
-                                       const float *params, const float *m,
-                                       const float *v, const Json &state) {
+                                       bool hfNames, const float *params,
+                                       const float *m, const float *v,
+                                       const Json &state) {
   makeDirectory(saveDir);
   removeLeftovers(saveDir);
   std::string name = stepName(step);
@@ -235,7 +237,11 @@ std::string moe_driver::saveCheckpoint(const std::string &saveDir, int64_t step,
     if (!error.empty())
       fail(error);
   };
-  write("model.safetensors", tensorsOf(manifest, params, ""));
+  {
+    std::vector<std::vector<float>> storage;
+    write("model.safetensors",
+          tensorsToWrite(paramTensors(manifest, hfNames), params, storage));
+  }
   pausePoint(step, 1);
   std::vector<TensorToWrite> moments = tensorsOf(manifest, m, ".exp_avg");
   for (TensorToWrite &tensor : tensorsOf(manifest, v, ".exp_avg_sq"))
@@ -249,6 +255,7 @@ std::string moe_driver::saveCheckpoint(const std::string &saveDir, int64_t step,
       {"step", step},
       {"model", manifest.name},
       {"model_hash", hexValue(modelHash())},
+      {"param_names", hfNames ? "hf" : "moe"},
       {"files",
        {{"model.safetensors", fileRecord(temp + "/model.safetensors")},
         {"optimizer.safetensors",
@@ -338,10 +345,9 @@ std::string moe_driver::findCheckpoint(const std::string &what,
 namespace {
 /// Reads a safetensors file of the checkpoint and copies each manifest
 /// parameter's tensor `<name><suffix>` into `into` (one per suffix).
-void loadTensors(const std::string &path, const Json &record,
-                 const Manifest &manifest,
-                 const std::vector<std::pair<std::string, float *>> &targets) {
-  std::vector<unsigned char> bytes;
+void readRecorded(const std::string &path, const Json &record,
+                  std::vector<unsigned char> &bytes,
+                  SafeTensorsHeader &header) {
   std::string error = readWholeFile(path, bytes);
   if (!error.empty())
     fail("checkpoint file: " + error);
@@ -358,10 +364,17 @@ void loadTensors(const std::string &path, const Json &record,
          "records (" +
          std::to_string(bytes.size()) + " bytes, recorded " +
          std::to_string(size) + ")");
-  SafeTensorsHeader header;
   error = parseSafeTensors(bytes.data(), bytes.size(), path, header);
   if (!error.empty())
     fail(error);
+}
+
+void loadTensors(const std::string &path, const Json &record,
+                 const Manifest &manifest,
+                 const std::vector<std::pair<std::string, float *>> &targets) {
+  std::vector<unsigned char> bytes;
+  SafeTensorsHeader header;
+  readRecorded(path, record, bytes, header);
   size_t expected = 0;
   for (const auto &target : targets)
     for (const Param &param : manifest.params) {
@@ -384,6 +397,27 @@ void loadTensors(const std::string &path, const Json &record,
     fail("safetensors file '" + path + "' holds " +
          std::to_string(header.tensors.size()) + " tensors, the model " +
          std::to_string(expected));
+}
+/// model.safetensors of a --hf-names checkpoint: every tensor of
+/// paramTensors(manifest, true), F32, and no other.
+void loadHFTensors(const std::string &path, const Json &record,
+                   const Manifest &manifest, float *params) {
+  std::vector<unsigned char> bytes;
+  SafeTensorsHeader header;
+  readRecorded(path, record, bytes, header);
+  std::vector<ParamTensor> tensors = paramTensors(manifest, /*hfNames=*/true);
+  for (const ParamTensor &tensor : tensors) {
+    const TensorEntry *entry = header.find(tensor.name);
+    if (!entry)
+      fail("safetensors file '" + path + "': tensor '" + tensor.name +
+           "' is missing");
+    copyParamTensor(path, *entry, bytes.data(), tensor, /*convert=*/false,
+                    params);
+  }
+  if (header.tensors.size() != tensors.size())
+    fail("safetensors file '" + path + "' holds " +
+         std::to_string(header.tensors.size()) + " tensors, the model " +
+         std::to_string(tensors.size()));
 }
 } // namespace
 
@@ -425,9 +459,18 @@ Json moe_driver::loadCheckpoint(const std::string &dir,
   Json files = state.value("files", Json());
   if (!files.is_object())
     bad("has no files");
-  loadTensors(dir + "/model.safetensors",
-              files.value("model.safetensors", Json()), manifest,
-              {{"", params}});
+  Json names = state.value("param_names", Json("moe"));
+  if (names != "moe" && names != "hf")
+    bad("has param_names " +
+        names.dump(-1, ' ', true, Json::error_handler_t::replace) +
+        ", neither \"moe\" nor \"hf\"");
+  if (names == "hf")
+    loadHFTensors(dir + "/model.safetensors",
+                  files.value("model.safetensors", Json()), manifest, params);
+  else
+    loadTensors(dir + "/model.safetensors",
+                files.value("model.safetensors", Json()), manifest,
+                {{"", params}});
   loadTensors(dir + "/optimizer.safetensors",
               files.value("optimizer.safetensors", Json()), manifest,
               {{".exp_avg", m}, {".exp_avg_sq", v}});
