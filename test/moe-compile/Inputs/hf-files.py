@@ -6,9 +6,10 @@ safetensors package read the files; BF16 is written by hand.
       checks that the --hf-names file holds the moe-named one's tensors
       under the Kimi-Linear names (the table below), per-expert tensors
       split and torch.nn.Linear weights transposed; prints `layout ok N`.
-  hf-files.py shard SRC.safetensors DIR N
-      writes SRC's tensors as N shards DIR/model-0000i-of-0000N.safetensors
-      (round robin in name order) and DIR/model.safetensors.index.json.
+  hf-files.py shard SRC.safetensors DIR N [LEAVE-OUT...]
+      writes SRC's tensors (but those named LEAVE-OUT) as N shards
+      DIR/model-0000i-of-0000N.safetensors (round robin in name order) and
+      DIR/model.safetensors.index.json.
   hf-files.py convert SRC.safetensors DST.safetensors F16|BF16
       writes SRC's tensors in that dtype (BF16: the upper 16 bits).
   hf-files.py rounded SRC.safetensors NPYDIR F16|BF16
@@ -67,9 +68,9 @@ def layout(moe_path, hf_path):
     print("layout ok", len(seen))
 
 
-def shard(src, directory, count):
+def shard(src, directory, count, leave_out):
     tensors = load_file(src)
-    names = sorted(tensors)
+    names = sorted(set(tensors) - set(leave_out))
     os.makedirs(directory, exist_ok=True)
     weight_map = {}
     total = 0
@@ -141,7 +142,7 @@ def main():
     if command == "layout":
         layout(*args)
     elif command == "shard":
-        shard(args[0], args[1], int(args[2]))
+        shard(args[0], args[1], int(args[2]), args[3:])
     elif command == "convert":
         convert(*args)
     elif command == "rounded":
