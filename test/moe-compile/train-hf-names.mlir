@@ -4,8 +4,9 @@
 // --hf-names writes model.safetensors under those names (one tensor per
 // expert, torch.nn.Linear weights transposed), --init-from reads it back bit
 // for bit (and a checkpoint under moe.param names, and a sharded
-// model.safetensors.index.json), --resume continues a --hf-names run bit
-// for bit; and the errors of --init-from: the index (JSON, repeated keys,
+// model.safetensors.index.json), --save-shard-bytes writes shards and an
+// index that --init-from and --resume read, --resume continues a
+// --hf-names run bit for bit; and the errors of --init-from: the index (JSON, repeated keys,
 // weight_map, shard names, missing shards, tensors in the wrong shard,
 // unknown and missing tensors), dtypes and shapes. The layouts read by
 // Python's safetensors, the dtype conversions and a sharded copy made by
@@ -91,7 +92,46 @@
 // RESUME: saved checkpoint {{.*}}/r/step-00000006
 // RUN: FileCheck %s --check-prefix=NAMES < %t/r/step-00000006/state.json
 
+// --save-shard-bytes: model.safetensors as shards and an index (4096 bytes
+// of embedding alone, then the 512 other bytes); --init-from and --resume
+// read them bit for bit.
+// RUN: %t/m --steps=3 --seq-len=8 --batch=2 --lr=0.05 --save-dir=%t/sh \
+// RUN:   --hf-names --save-shard-bytes=1000 > /dev/null
+// RUN: ls %t/sh/step-00000003 | FileCheck %s --check-prefix=SHARDLS --implicit-check-not=model.safetensors{{$}}
+// SHARDLS: model-00001-of-00002.safetensors
+// SHARDLS-NEXT: model-00002-of-00002.safetensors
+// SHARDLS-NEXT: model.safetensors.index.json
+// SHARDLS-NEXT: optimizer.safetensors
+// SHARDLS-NEXT: state.json
+// RUN: FileCheck %s --check-prefix=SHARDINDEX < %t/sh/step-00000003/model.safetensors.index.json
+// SHARDINDEX: "total_size": 4608
+// SHARDINDEX: "model.embed_tokens.weight": "model-00001-of-00002.safetensors",
+// SHARDINDEX: "model.norm.weight": "model-00002-of-00002.safetensors"
+// RUN: FileCheck %s --check-prefix=SHARDSTATE < %t/sh/step-00000003/state.json
+// SHARDSTATE: "model-00001-of-00002.safetensors": {
+// SHARDSTATE: "model-00002-of-00002.safetensors": {
+// SHARDSTATE: "model.safetensors.index.json": {
+// SHARDSTATE: "optimizer.safetensors": {
+// RUN: moe-safetensors check %t/sh/step-00000003/model-00001-of-00002.safetensors | FileCheck %s --check-prefix=SHARD1
+// SHARD1: model.embed_tokens.weight F32 [256, 4]
+// SHARD1-NOT: model.
+// RUN: %t/m --init-from=%t/sh/step-00000003 --hf-names --steps=0 --seq-len=8 \
+// RUN:   --batch=2 --dump-params=%t/p3 | FileCheck %s --check-prefix=FROMSHARDS
+// FROMSHARDS: init-from: 18 tensors from {{.*}}/sh/step-00000003/model.safetensors.index.json by Hugging Face names (2 shards)
+// RUN: for f in %t/p0/*.npy; do cmp $f %t/p3/$(basename $f) || exit 1; done
+// RUN: %t/m --steps=6 --seq-len=8 --batch=2 --lr=0.05 --save-dir=%t/rs \
+// RUN:   --save-shard-bytes=1000 --stop-after=3 > /dev/null
+// RUN: %t/m --resume=%t/rs --save-dir=%t/rs --dump-params=%t/rs1 > /dev/null
+// RUN: for f in %t/r0/*.npy; do cmp $f %t/rs1/$(basename $f) || exit 1; done
+// RUN: ls %t/rs/step-00000006 | FileCheck %s --check-prefix=SHARDLS
+// A damaged shard of a checkpoint.
+// RUN: printf 'x' >> %t/rs/step-00000003/model-00002-of-00002.safetensors
+// RUN: not %t/m --resume=%t/rs/step-00000003 2>&1 | FileCheck %s --check-prefix=DAMAGED
+// DAMAGED: error: checkpoint file '{{.*}}/rs/step-00000003/model-00002-of-00002.safetensors' is damaged
+
 // Errors of the options.
+// RUN: not %t/m --save-shard-bytes=10 2>&1 | FileCheck %s --check-prefix=SHARDOPT
+// SHARDOPT: error: --save-shard-bytes needs --save-dir
 // RUN: not %t/m --init-from=%t/hf/step-00000003 --resume=%t/r 2>&1 | FileCheck %s --check-prefix=BOTH
 // BOTH: error: --init-from and --resume exclude each other
 // RUN: not %t/m --hf-names=1 2>&1 | FileCheck %s --check-prefix=VALUE

@@ -15,6 +15,8 @@ safetensors package read the files; BF16 is written by hand.
   hf-files.py rounded SRC.safetensors NPYDIR F16|BF16
       checks that each NPYDIR/<name>.npy equals SRC's tensor <name> rounded
       as `convert` rounds it, bit for bit; prints `rounded ok N`.
+  hf-files.py reshape SRC.safetensors DST.safetensors NAME=D1xD2... ...
+      writes SRC's tensors, each NAME reshaped to [D1, D2, ...].
   hf-files.py edit-index DIR drop NAME | set NAME FILE
       changes the weight_map of DIR/model.safetensors.index.json.
 """
@@ -125,6 +127,15 @@ def rounded(src, npy_dir, dtype):
     print("rounded ok", len(tensors))
 
 
+def reshape(src, dst, changes):
+    tensors = load_file(src)
+    for change in changes:
+        name, dims = change.split("=")
+        tensors[name] = tensors[name].reshape(
+            [int(d) for d in dims.split("x")])
+    save_file(tensors, dst, {"format": "pt"})
+
+
 def edit_index(directory, op, args):
     path = os.path.join(directory, "model.safetensors.index.json")
     with open(path) as f:
@@ -147,6 +158,8 @@ def main():
         convert(*args)
     elif command == "rounded":
         rounded(*args)
+    elif command == "reshape":
+        reshape(args[0], args[1], args[2:])
     elif command == "edit-index":
         edit_index(args[0], args[1], args[2:])
     else:

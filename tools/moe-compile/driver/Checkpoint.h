@@ -45,11 +45,15 @@ bool parseHexValue(const nlohmann::json &value, uint64_t &out);
 /// atomically, points `latest` at it and keeps the `keep` newest (0: all).
 /// `state` is the run's part of state.json. With `hfNames`, the tensors of
 /// model.safetensors have the Hugging Face names (ParamFiles.h) and
-/// state.json says so ("param_names": "hf"). Returns the checkpoint's
-/// directory; exits with an error when the file system fails.
+/// state.json says so ("param_names": "hf"). With `shardBytes` > 0 and more
+/// tensor data than that, model.safetensors is shards of at most
+/// `shardBytes` each (a larger tensor alone) and
+/// model.safetensors.index.json. Returns the checkpoint's directory; exits
+/// with an error when the file system fails.
 std::string saveCheckpoint(const std::string &saveDir, int64_t step,
                            int64_t keep, const Manifest &manifest, bool hfNames,
-                           const float *params, const float *m, const float *v,
+                           int64_t shardBytes, const float *params,
+                           const float *m, const float *v,
                            const nlohmann::json &state);
 
 /// The checkpoint directory that --resume=`what` names: `latest` (the one

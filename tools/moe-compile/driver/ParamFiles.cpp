@@ -94,6 +94,28 @@ float loadElement(const unsigned char *data, DType dtype, uint64_t i) {
   return value;
 }
 
+/// Whether `shape` holds the elements of `expected` in the same order:
+/// the same shape without its dimensions of size 1, or flattened.
+bool sameOrder(const std::vector<uint64_t> &shape,
+               const std::vector<uint64_t> &expected) {
+  auto squeeze = [](const std::vector<uint64_t> &dims) {
+    std::vector<uint64_t> kept;
+    for (uint64_t dim : dims)
+      if (dim != 1)
+        kept.push_back(dim);
+    return kept;
+  };
+  auto elements = [](const std::vector<uint64_t> &dims) {
+    uint64_t count = 1;
+    for (uint64_t dim : dims)
+      count *= dim;
+    return count;
+  };
+  if (squeeze(shape) == squeeze(expected))
+    return true;
+  return shape.size() == 1 && shape[0] == elements(expected);
+}
+
 bool isFile(const std::string &path) {
   struct stat info;
   return stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
@@ -192,7 +214,7 @@ void moe_driver::copyParamTensor(const std::string &path,
                                  const TensorEntry &entry,
                                  const unsigned char *bytes,
                                  const ParamTensor &tensor, bool convert,
-                                 float *values) {
+                                 bool reshape, float *values) {
   std::string what = "safetensors file '" + path + "': tensor '" + entry.name +
                      "' (parameter '" + tensor.param->name + "'";
   if (tensor.expert >= 0)
@@ -204,7 +226,9 @@ void moe_driver::copyParamTensor(const std::string &path,
   if (!known)
     fail(what + " is " + dtypeName(entry.dtype) + "; the parameters are read " +
          (convert ? "from F32, BF16 or F16" : "from F32 only"));
-  if (entry.shape != tensor.shape)
+  if (entry.shape != tensor.shape &&
+      !(reshape && !tensor.transposed && tensor.expert < 0 &&
+        sameOrder(entry.shape, tensor.shape)))
     fail(what + " has shape " + shapeText(entry.shape) +
          ", the model expects " + shapeText(tensor.shape) +
          (tensor.transposed ? " (the transpose of the parameter's last two "
@@ -301,9 +325,10 @@ void parseIndex(const std::string &path,
 }
 } // namespace
 
-void moe_driver::initParamsFrom(const std::string &dir,
+void moe_driver::loadParamFiles(const std::string &dir,
                                 const Manifest &manifest, bool hfNames,
-                                float *values) {
+                                bool checkpoint, float *values) {
+  const char *what = checkpoint ? "checkpoint" : "--init-from";
   std::vector<ParamTensor> tensors = paramTensors(manifest, hfNames);
   std::map<std::string, size_t> byName;
   for (size_t i = 0; i < tensors.size(); ++i)
@@ -329,7 +354,7 @@ void moe_driver::initParamsFrom(const std::string &dir,
   std::string indexPath = dir + "/model.safetensors.index.json";
   bool sharded = isFile(indexPath);
   if (!sharded && !isFile(single))
-    fail("--init-from: '" + dir +
+    fail(std::string(what) + ": '" + dir +
          "' holds neither model.safetensors nor model.safetensors.index.json");
 
   // The shards and the tensors each must hold.
@@ -360,7 +385,8 @@ void moe_driver::initParamsFrom(const std::string &dir,
       if (it == byName.end())
         unknown("safetensors file '" + path + "'", entry.name);
       copyParamTensor(path, entry, bytes.data(), tensors[it->second],
-                      /*convert=*/true, values);
+                      /*convert=*/!checkpoint,
+                      /*reshape=*/hfNames && !checkpoint, values);
       found[it->second] = 1;
     }
     if (expected)
@@ -388,16 +414,18 @@ void moe_driver::initParamsFrom(const std::string &dir,
       ++read;
       continue;
     }
-    if (tensors[i].unmapped) {
+    if (tensors[i].unmapped && !checkpoint) {
       ++kept;
       std::printf("init-from: parameter '%s' has no Hugging Face name and is "
                   "not in %s; it keeps its initialisation\n",
                   tensors[i].param->name.c_str(), source.c_str());
       continue;
     }
-    fail("--init-from: tensor '" + tensors[i].name + "' (parameter '" +
+    fail(std::string(what) + ": tensor '" + tensors[i].name + "' (parameter '" +
          tensors[i].param->name + "') is missing from '" + source + "'");
   }
+  if (checkpoint)
+    return;
   std::string shardText = sharded
                               ? " (" + std::to_string(shards.size()) +
                                     " shard" + (shards.size() == 1 ? ")" : "s)")
@@ -407,4 +435,17 @@ void moe_driver::initParamsFrom(const std::string &dir,
   if (kept)
     std::printf(", %zu parameters kept their initialisation", kept);
   std::printf("\n");
+}
+
+void moe_driver::initParamsFrom(const std::string &dir,
+                                const Manifest &manifest, bool hfNames,
+                                float *values) {
+  loadParamFiles(dir, manifest, hfNames, /*checkpoint=*/false, values);
+}
+
+std::string moe_driver::shardFileName(size_t index, size_t count) {
+  char name[64];
+  std::snprintf(name, sizeof(name), "model-%05zu-of-%05zu.safetensors",
+                index + 1, count);
+  return name;
 }

@@ -61,20 +61,35 @@ tensorsToWrite(const std::vector<ParamTensor> &tensors, const float *values,
 /// `bytes`) into `tensor`'s place of the packed parameters `values`,
 /// converting BF16 and F16 when `convert` (else only F32 is accepted) and
 /// undoing a transpose. Fails, naming the file and the tensor, when the
-/// dtype or the shape differs.
+/// dtype or the shape differs; with `reshape`, a tensor that is not
+/// transposed nor per-expert may also have its elements in the same order
+/// under another shape: the same after dropping the dimensions of size 1,
+/// or flattened to one dimension (a Kimi-Linear checkpoint's A_log is
+/// [1, 1, H, 1], its dt_bias [H * K], its convolutions [C, 1, W]).
 void copyParamTensor(const std::string &path, const TensorEntry &entry,
                      const unsigned char *bytes, const ParamTensor &tensor,
-                     bool convert, float *values);
+                     bool convert, bool reshape, float *values);
 
 /// --init-from=`dir`: fills `values` from `dir`/model.safetensors or the
 /// shards of `dir`/model.safetensors.index.json, under the moe.param names
 /// or (`hfNames`) the Hugging Face names. Every tensor of the model must be
 /// there (with --hf-names a parameter without a Hugging Face name may be
-/// absent and keeps what `values` holds), none other, with its exact shape,
-/// as F32, BF16 or F16. Prints what it read; exits with an error naming the
+/// absent and keeps what `values` holds), none other, with its exact shape
+/// (with --hf-names, or one of copyParamTensor's `reshape`), as F32, BF16
+/// or F16. Prints what it read; exits with an error naming the
 /// file and the tensor otherwise.
 void initParamsFrom(const std::string &dir, const Manifest &manifest,
                     bool hfNames, float *values);
+
+/// What initParamsFrom does, quietly with `checkpoint` (a sharded
+/// checkpoint of --resume): then F32 only, exact shapes and every tensor.
+void loadParamFiles(const std::string &dir, const Manifest &manifest,
+                    bool hfNames, bool checkpoint, float *values);
+
+/// The file of shard `index` (from 0) of `count`:
+/// model-<index + 1>-of-<count>.safetensors, 5 digits each, as
+/// transformers names them.
+std::string shardFileName(size_t index, size_t count);
 
 } // namespace moe_driver
 

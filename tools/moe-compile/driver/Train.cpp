@@ -322,9 +322,9 @@ int moe_driver::runTraining(int argc, char **argv, const Manifest &manifest) {
   }
   std::fflush(stdout);
   auto save = [&](int64_t step) {
-    std::string dir = saveCheckpoint(options.saveDir, step, options.keep,
-                                     manifest, options.hfNames, params.get(),
-                                     m.get(), v.get(), runState());
+    std::string dir = saveCheckpoint(
+        options.saveDir, step, options.keep, manifest, options.hfNames,
+        options.saveShardBytes, params.get(), m.get(), v.get(), runState());
     return dir;
   };
 

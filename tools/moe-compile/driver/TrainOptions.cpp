@@ -171,6 +171,13 @@ void printTrainHelp(const char *argv0, const Manifest &manifest) {
       "                     shard file); F32, BF16 or F16, exact shapes, "
       "every\n"
       "                     tensor of the model and no other\n"
+      "  --save-shard-bytes=N  write model.safetensors as shards "
+      "model-<i>-of-<n>\n"
+      "                     .safetensors of at most N bytes of tensors "
+      "each (a\n"
+      "                     larger tensor alone) and "
+      "model.safetensors.index.json;\n"
+      "                     0: one file (default 0)\n"
       "  --hf-names         name the tensors of model.safetensors (saved "
       "and\n"
       "                     --init-from) as a Hugging Face Kimi-Linear "
@@ -328,13 +335,16 @@ TrainOptions moe_driver::parseTrainOptions(int argc, char **argv,
       integer(options.stopAfter, 1);
     } else if (key == "--resume") {
       options.resume = value;
+    } else if (key == "--save-shard-bytes") {
+      integer(options.saveShardBytes, 0);
     } else if (key == "--init-from") {
       options.initFrom = value;
     } else {
       fail("unknown option '" + key + "' (see --help)");
     }
   }
-  for (const char *option : {"--save-every", "--keep", "--stop-after"})
+  for (const char *option :
+       {"--save-every", "--keep", "--stop-after", "--save-shard-bytes"})
     if (options.given.count(option) && options.saveDir.empty())
       fail(std::string(option) + " needs --save-dir");
   if (!options.initFrom.empty() && !options.resume.empty())
@@ -435,7 +445,8 @@ Json moe_driver::trajectorySettings(const TrainOptions &o) {
               {"keep", o.keep},
               {"max-bad-steps", o.maxBadSteps},
               {"metrics", o.metricsPath},
-              {"hf-names", o.hfNames}};
+              {"hf-names", o.hfNames},
+              {"save-shard-bytes", o.saveShardBytes}};
 }
 
 namespace {
@@ -443,7 +454,7 @@ namespace {
 bool isChangeable(const std::string &key) {
   return key == "log-every" || key == "eval-every" || key == "eval-batches" ||
          key == "save-every" || key == "keep" || key == "max-bad-steps" ||
-         key == "metrics" || key == "hf-names";
+         key == "metrics" || key == "hf-names" || key == "save-shard-bytes";
 }
 } // namespace
 
@@ -458,7 +469,8 @@ void moe_driver::adoptSettings(TrainOptions &options, const Json &settings,
     const std::string &key = it.key();
     auto saved = settings.find(key);
     // Checkpoints from before --hf-names have no such setting.
-    if (saved == settings.end() && key == "hf-names")
+    if (saved == settings.end() &&
+        (key == "hf-names" || key == "save-shard-bytes"))
       continue;
     if (saved == settings.end())
       fail("checkpoint '" + checkpoint + "': state.json has no setting '" +
@@ -506,6 +518,8 @@ void moe_driver::adoptSettings(TrainOptions &options, const Json &settings,
       integer(options.saveEvery);
     else if (key == "keep")
       integer(options.keep);
+    else if (key == "save-shard-bytes")
+      integer(options.saveShardBytes);
     else if (key == "max-bad-steps")
       integer(options.maxBadSteps);
     else if (key == "lr")

@@ -45,6 +45,9 @@ struct TrainOptions {
   /// --hf-names: model.safetensors (saved and --init-from) under the
   /// Hugging Face names of the manifest.
   bool hfNames = false;
+  /// --save-shard-bytes: split model.safetensors into shards of at most
+  /// this many bytes of tensor data, with an index; 0: one file.
+  int64_t saveShardBytes = 0;
   /// Stop (with a checkpoint) after this step; 0: at the end.
   int64_t stopAfter = 0;
   /// Stop after this many skipped steps in a row.
