@@ -130,6 +130,16 @@
 // DAMAGED: error: checkpoint file '{{.*}}/rs/step-00000003/model-00002-of-00002.safetensors' is damaged
 
 // Errors of the options.
+// RUN: not %t/m --init-names=hf 2>&1 | FileCheck %s --check-prefix=NAMESOPT
+// NAMESOPT: error: --init-names needs --init-from
+// RUN: not %t/m --init-from=%t/hf/step-00000003 --init-names=torch 2>&1 | FileCheck %s --check-prefix=NAMESVALUE
+// NAMESVALUE: error: option --init-names expects moe or hf, got 'torch'
+// RUN: not moe-driver-bigram --init-from=%t/hf/step-00000003 --init-names=hf 2>&1 | FileCheck %s --check-prefix=NAMESHF
+// NAMESHF: error: --init-names=hf: the model 'bigram' has no parameter with a Hugging Face name
+// --init-names converts: Hugging Face names in, moe.param names out.
+// RUN: %t/m --init-from=%t/hf/step-00000003 --init-names=hf --steps=0 --seq-len=8 \
+// RUN:   --batch=2 --save-dir=%t/conv > /dev/null
+// RUN: moe-safetensors compare %t/moe/step-00000003/model.safetensors %t/conv/step-00000000/model.safetensors > /dev/null
 // RUN: not %t/m --save-shard-bytes=10 2>&1 | FileCheck %s --check-prefix=SHARDOPT
 // SHARDOPT: error: --save-shard-bytes needs --save-dir
 // RUN: not %t/m --init-from=%t/hf/step-00000003 --resume=%t/r 2>&1 | FileCheck %s --check-prefix=BOTH

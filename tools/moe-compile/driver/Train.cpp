@@ -166,7 +166,10 @@ int moe_driver::runTraining(int argc, char **argv, const Manifest &manifest) {
   // --init-from: a fresh run (step 0, zero moments) from given parameters;
   // those it may leave out keep their initialisation.
   if (!options.initFrom.empty())
-    initParamsFrom(options.initFrom, manifest, options.hfNames, params.get());
+    initParamsFrom(options.initFrom, manifest,
+                   options.initNames.empty() ? options.hfNames
+                                             : options.initNames == "hf",
+                   params.get());
   const int64_t batch = options.batch, length = options.length;
   Buffer<float> hyper(8);
   size_t tokens = static_cast<size_t>(batch * length);

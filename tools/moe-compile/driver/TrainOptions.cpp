@@ -190,6 +190,11 @@ void printTrainHelp(const char *argv0, const Manifest &manifest) {
       "without such\n"
       "                     a name keep theirs (and may be absent from "
       "--init-from)\n"
+      "  --init-names=N     the names --init-from reads, moe or hf "
+      "(default: hf\n"
+      "                     with --hf-names, else moe); with --steps=0 "
+      "and\n"
+      "                     --save-dir, a converter between the names\n"
       "  --help             print this help\n\n"
       "Model: vocab_size %ld, hidden_size %ld, %zu parameter tensors, %ld "
       "scalars, %ld metrics. Target: %s.\n",
@@ -337,6 +342,10 @@ TrainOptions moe_driver::parseTrainOptions(int argc, char **argv,
       options.resume = value;
     } else if (key == "--save-shard-bytes") {
       integer(options.saveShardBytes, 0);
+    } else if (key == "--init-names") {
+      if (value != "moe" && value != "hf")
+        fail("option --init-names expects moe or hf, got '" + value + "'");
+      options.initNames = value;
     } else if (key == "--init-from") {
       options.initFrom = value;
     } else {
@@ -350,8 +359,11 @@ TrainOptions moe_driver::parseTrainOptions(int argc, char **argv,
   if (!options.initFrom.empty() && !options.resume.empty())
     fail("--init-from and --resume exclude each other (--init-from starts a "
          "fresh run from a model's parameters, --resume continues a run)");
-  if (options.hfNames && !hasHFNames(manifest))
-    fail("--hf-names: the model '" + manifest.name +
+  if (!options.initNames.empty() && options.initFrom.empty())
+    fail("--init-names needs --init-from");
+  if ((options.hfNames || options.initNames == "hf") && !hasHFNames(manifest))
+    fail(std::string(options.hfNames ? "--hf-names" : "--init-names=hf") +
+         ": the model '" + manifest.name +
          "' has no parameter with a Hugging Face name");
   return options;
 }

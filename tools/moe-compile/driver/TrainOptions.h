@@ -45,6 +45,9 @@ struct TrainOptions {
   /// --hf-names: model.safetensors (saved and --init-from) under the
   /// Hugging Face names of the manifest.
   bool hfNames = false;
+  /// --init-names: the names --init-from reads ("moe" or "hf"); "": those
+  /// of --hf-names.
+  std::string initNames;
   /// --save-shard-bytes: split model.safetensors into shards of at most
   /// this many bytes of tensor data, with an index; 0: one file.
   int64_t saveShardBytes = 0;
