@@ -21,10 +21,20 @@
 // MANIFEST-SAME: layers.0.ffn.w_router\0Ahf 0 0 model.layers.0.block_sparse_moe.gate.weight\0A
 // MANIFEST-SAME: layers.0.ffn.w_gate\0Ahf 1 1 model.layers.0.block_sparse_moe.experts.{e}.w1.weight\0A
 
+// Names in a file must be distinct: a Hugging Face name that another
+// parameter has is dropped with a warning.
+// RUN: sed -e 's/"aux.scale"/"model.norm.weight"/' %s > %t/clash.mlir
+// RUN: moe-compile %t/clash.mlir --emit=mlir -o %t/clash.ll.mlir 2>&1 | FileCheck %s --check-prefix=CLASH
+// CLASH: warning: has the Hugging Face name 'model.norm.weight' that another parameter already has; --hf-names keeps its moe.param name
+// RUN: FileCheck %s --check-prefix=CLASHMANIFEST < %t/clash.ll.mlir
+// CLASHMANIFEST: final_norm.weight\0Aprogram train
+
 // RUN: %t/m --help | FileCheck %s --check-prefix=HELP
 // HELP: --steps=N          optimizer steps (default 300); 0 trains nothing
 // HELP: --init-from=DIR    start a fresh run (step 0, zero moments)
+// HELP: --save-shard-bytes=N  write model.safetensors as shards
 // HELP: --hf-names         name the tensors of model.safetensors
+// HELP: --init-names=N     the names --init-from reads, moe or hf
 
 // The same run saved under both names.
 // RUN: %t/m --steps=3 --seq-len=8 --batch=2 --lr=0.05 --save-dir=%t/moe \

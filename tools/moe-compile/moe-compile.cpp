@@ -45,6 +45,7 @@
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
 
+#include "llvm/ADT/StringSet.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -293,6 +294,29 @@ static FailureOr<std::string> buildManifest(moe::ModelOp model) {
   llvm::StringMap<moe::HFParamName> hfNames;
   for (moe::HFParamName &name : moe::getHFParamNames(model))
     hfNames[name.paramName] = std::move(name);
+  // A file needs distinct names: a Hugging Face name that another
+  // parameter already has (as its own or as its Hugging Face name) is
+  // dropped with a warning, that parameter keeps its moe.param name.
+  llvm::StringSet<> taken;
+  SmallVector<moe::ParamOp> params;
+  for (const moe::ParamSlot &slot : moe::getParamLayout(model))
+    params.push_back(slot.param);
+  for (moe::ParamOp param : params)
+    taken.insert(param.getParamName());
+  for (moe::ParamOp param : params) {
+    auto hf = hfNames.find(param.getParamName());
+    if (hf == hfNames.end())
+      continue;
+    if (hf->second.hfName == param.getParamName())
+      continue;
+    if (!taken.insert(hf->second.hfName).second) {
+      param.emitWarning()
+          << "has the Hugging Face name '" << hf->second.hfName
+          << "' that another parameter already has; --hf-names keeps "
+             "its moe.param name";
+      hfNames.erase(hf);
+    }
+  }
   for (const moe::ParamSlot &slot : moe::getParamLayout(model)) {
     moe::ParamOp param = slot.param;
     if (param.getParamName().contains('\n') ||
