@@ -164,9 +164,9 @@
 
 // Names of the other convention, with a hint.
 // RUN: not %t/m --init-from=%t/moe/step-00000003 --hf-names --steps=0 2>&1 | FileCheck %s --check-prefix=MOEHF
-// MOEHF: error: safetensors file '{{.*}}/moe/step-00000003/model.safetensors': tensor 'embed.weight' is no parameter of the model 'hf' under its Hugging Face names (it is the moe.param name of 'embed.weight'; drop --hf-names)
+// MOEHF: error: safetensors file '{{.*}}/moe/step-00000003/model.safetensors': tensor 'embed.weight' is no parameter of the model 'hf' under its Hugging Face names (it is the moe.param name of 'embed.weight'; read those with --init-names=moe)
 // RUN: not %t/m --init-from=%t/hf/step-00000003 --steps=0 2>&1 | FileCheck %s --check-prefix=HFMOE
-// HFMOE: error: safetensors file '{{.*}}/hf/step-00000003/model.safetensors': tensor 'model.embed_tokens.weight' is no parameter of the model 'hf' (it is the Hugging Face name of 'embed.weight'; pass --hf-names)
+// HFMOE: error: safetensors file '{{.*}}/hf/step-00000003/model.safetensors': tensor 'model.embed_tokens.weight' is no parameter of the model 'hf' (it is the Hugging Face name of 'embed.weight'; read those with --init-names=hf)
 
 // The index.
 // RUN: mkdir -p %t/i && cp %t/hf/step-00000003/model.safetensors %t/i/all.safetensors

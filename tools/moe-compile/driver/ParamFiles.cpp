@@ -343,8 +343,9 @@ void moe_driver::loadParamFiles(const std::string &dir,
     if (other != otherNames.end())
       hint = std::string(" (it is the ") +
              (hfNames ? "moe.param" : "Hugging Face") + " name of '" +
-             other->second + "'; " + (hfNames ? "drop" : "pass") +
-             " --hf-names)";
+             other->second +
+             "'; read those with --init-names=" + (hfNames ? "moe" : "hf") +
+             ")";
     fail(where + ": tensor '" + name + "' is no parameter of the model '" +
          manifest.name + "'" +
          (hfNames ? " under its Hugging Face names" : "") + hint);
