@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "moe/Conversion/MoEModelToFunc/MoEModelToFunc.h"
+#include "moe/Import/HFNames.h"
 #include "moe/Import/KimiConfig.h"
 #include "moe/InitAll.h"
 #include "moe/Pipelines/Pipelines.h"
@@ -44,6 +45,7 @@
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
 
+#include "llvm/ADT/StringSet.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -288,6 +290,33 @@ static FailureOr<std::string> buildManifest(moe::ModelOp model) {
      << "hidden " << model.getHiddenSize() << "\n"
      << "tokens " << dim(0) << " " << dim(1) << "\n"
      << "scalars " << moe::getNumParamScalars(model) << "\n";
+  // The Hugging Face (Kimi-Linear) names, for the driver's --hf-names.
+  llvm::StringMap<moe::HFParamName> hfNames;
+  for (moe::HFParamName &name : moe::getHFParamNames(model))
+    hfNames[name.paramName] = std::move(name);
+  // A file needs distinct names: a Hugging Face name that another
+  // parameter already has (as its own or as its Hugging Face name) is
+  // dropped with a warning, that parameter keeps its moe.param name.
+  llvm::StringSet<> taken;
+  SmallVector<moe::ParamOp> params;
+  for (const moe::ParamSlot &slot : moe::getParamLayout(model))
+    params.push_back(slot.param);
+  for (moe::ParamOp param : params)
+    taken.insert(param.getParamName());
+  for (moe::ParamOp param : params) {
+    auto hf = hfNames.find(param.getParamName());
+    if (hf == hfNames.end())
+      continue;
+    if (hf->second.hfName == param.getParamName())
+      continue;
+    if (!taken.insert(hf->second.hfName).second) {
+      param.emitWarning()
+          << "has the Hugging Face name '" << hf->second.hfName
+          << "' that another parameter already has; --hf-names keeps "
+             "its moe.param name";
+      hfNames.erase(hf);
+    }
+  }
   for (const moe::ParamSlot &slot : moe::getParamLayout(model)) {
     moe::ParamOp param = slot.param;
     if (param.getParamName().contains('\n') ||
@@ -306,6 +335,21 @@ static FailureOr<std::string> buildManifest(moe::ModelOp model) {
     for (int64_t size : param.getType().getShape())
       os << " " << size;
     os << " " << param.getParamName() << "\n";
+    // `hf <transposed> <per-expert> <name>`: the parameter's checkpoint key
+    // and layout in a Kimi-Linear checkpoint. A layout the shape cannot
+    // have (a transpose of fewer than two dimensions, a per-expert split of
+    // a scalar) leaves the parameter without one.
+    auto hf = hfNames.find(param.getParamName());
+    if (hf == hfNames.end())
+      continue;
+    const moe::HFParamName &name = hf->second;
+    int64_t rank = param.getType().getRank();
+    if ((name.transposed && rank < (name.perExpert ? 3 : 2)) ||
+        (name.perExpert && rank < 1) ||
+        llvm::StringRef(name.hfName).contains('\n'))
+      continue;
+    os << "hf " << (name.transposed ? 1 : 0) << " " << (name.perExpert ? 1 : 0)
+       << " " << name.hfName << "\n";
   }
   return text;
 }

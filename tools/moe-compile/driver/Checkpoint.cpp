@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Checkpoint.h"
+#include "ParamFiles.h"
 #include "SafeTensors.h"
 
 #include <algorithm>
@@ -215,6 +216,7 @@ bool moe_driver::parseHexValue(const Json &value, uint64_t &out) {
 
 std::string moe_driver::saveCheckpoint(const std::string &saveDir, int64_t step,
                                        int64_t keep, const Manifest &manifest,
+                                       bool hfNames, int64_t shardBytes,
                                        const float *params, const float *m,
                                        const float *v, const Json &state) {
   makeDirectory(saveDir);
@@ -235,7 +237,54 @@ std::string moe_driver::saveCheckpoint(const std::string &saveDir, int64_t step,
     if (!error.empty())
       fail(error);
   };
-  write("model.safetensors", tensorsOf(manifest, params, ""));
+  // model.safetensors, or its shards and index.
+  std::vector<std::string> modelFiles;
+  {
+    std::vector<std::vector<float>> storage;
+    std::vector<TensorToWrite> tensors =
+        tensorsToWrite(paramTensors(manifest, hfNames), params, storage);
+    auto bytesOf = [](const TensorToWrite &tensor) {
+      uint64_t count = 4;
+      for (uint64_t dim : tensor.shape)
+        count *= dim;
+      return count;
+    };
+    uint64_t total = 0;
+    for (const TensorToWrite &tensor : tensors)
+      total += bytesOf(tensor);
+    if (shardBytes <= 0 || total <= uint64_t(shardBytes)) {
+      write("model.safetensors", tensors);
+      modelFiles.push_back("model.safetensors");
+    } else {
+      // Greedy, in order: a shard ends before the tensor that would take
+      // it past shardBytes.
+      std::vector<std::vector<TensorToWrite>> shards(1);
+      uint64_t filled = 0;
+      for (TensorToWrite &tensor : tensors) {
+        uint64_t size = bytesOf(tensor);
+        if (!shards.back().empty() && filled + size > uint64_t(shardBytes)) {
+          shards.emplace_back();
+          filled = 0;
+        }
+        shards.back().push_back(std::move(tensor));
+        filled += size;
+      }
+      Json weightMap = Json::object();
+      for (size_t i = 0; i < shards.size(); ++i) {
+        std::string file = shardFileName(i, shards.size());
+        write(file, shards[i]);
+        modelFiles.push_back(file);
+        for (const TensorToWrite &tensor : shards[i])
+          weightMap[tensor.name] = file;
+      }
+      Json index = {{"metadata", {{"total_size", total}}},
+                    {"weight_map", weightMap}};
+      writeSynced(temp + "/model.safetensors.index.json",
+                  index.dump(2, ' ', false, Json::error_handler_t::replace) +
+                      "\n");
+      modelFiles.push_back("model.safetensors.index.json");
+    }
+  }
   pausePoint(step, 1);
   std::vector<TensorToWrite> moments = tensorsOf(manifest, m, ".exp_avg");
   for (TensorToWrite &tensor : tensorsOf(manifest, v, ".exp_avg_sq"))
@@ -243,17 +292,18 @@ std::string moe_driver::saveCheckpoint(const std::string &saveDir, int64_t step,
   write("optimizer.safetensors", moments);
   pausePoint(step, 2);
 
-  Json document = {
-      {"format", kFormat},
-      {"version", kVersion},
-      {"step", step},
-      {"model", manifest.name},
-      {"model_hash", hexValue(modelHash())},
-      {"files",
-       {{"model.safetensors", fileRecord(temp + "/model.safetensors")},
-        {"optimizer.safetensors",
-         fileRecord(temp + "/optimizer.safetensors")}}},
-      {"run", state}};
+  Json files = Json::object();
+  for (const std::string &file : modelFiles)
+    files[file] = fileRecord(temp + "/" + file);
+  files["optimizer.safetensors"] = fileRecord(temp + "/optimizer.safetensors");
+  Json document = {{"format", kFormat},
+                   {"version", kVersion},
+                   {"step", step},
+                   {"model", manifest.name},
+                   {"model_hash", hexValue(modelHash())},
+                   {"param_names", hfNames ? "hf" : "moe"},
+                   {"files", files},
+                   {"run", state}};
   writeSynced(temp + "/state.json",
               document.dump(2, ' ', false, Json::error_handler_t::replace) +
                   "\n");
@@ -338,10 +388,8 @@ std::string moe_driver::findCheckpoint(const std::string &what,
 namespace {
 /// Reads a safetensors file of the checkpoint and copies each manifest
 /// parameter's tensor `<name><suffix>` into `into` (one per suffix).
-void loadTensors(const std::string &path, const Json &record,
-                 const Manifest &manifest,
-                 const std::vector<std::pair<std::string, float *>> &targets) {
-  std::vector<unsigned char> bytes;
+void checkRecord(const std::string &path, const Json &record,
+                 std::vector<unsigned char> &bytes) {
   std::string error = readWholeFile(path, bytes);
   if (!error.empty())
     fail("checkpoint file: " + error);
@@ -358,10 +406,24 @@ void loadTensors(const std::string &path, const Json &record,
          "records (" +
          std::to_string(bytes.size()) + " bytes, recorded " +
          std::to_string(size) + ")");
-  SafeTensorsHeader header;
-  error = parseSafeTensors(bytes.data(), bytes.size(), path, header);
+}
+
+void readRecorded(const std::string &path, const Json &record,
+                  std::vector<unsigned char> &bytes,
+                  SafeTensorsHeader &header) {
+  checkRecord(path, record, bytes);
+  std::string error =
+      parseSafeTensors(bytes.data(), bytes.size(), path, header);
   if (!error.empty())
     fail(error);
+}
+
+void loadTensors(const std::string &path, const Json &record,
+                 const Manifest &manifest,
+                 const std::vector<std::pair<std::string, float *>> &targets) {
+  std::vector<unsigned char> bytes;
+  SafeTensorsHeader header;
+  readRecorded(path, record, bytes, header);
   size_t expected = 0;
   for (const auto &target : targets)
     for (const Param &param : manifest.params) {
@@ -384,6 +446,27 @@ void loadTensors(const std::string &path, const Json &record,
     fail("safetensors file '" + path + "' holds " +
          std::to_string(header.tensors.size()) + " tensors, the model " +
          std::to_string(expected));
+}
+/// model.safetensors of a --hf-names checkpoint: every tensor of
+/// paramTensors(manifest, true), F32, and no other.
+void loadHFTensors(const std::string &path, const Json &record,
+                   const Manifest &manifest, float *params) {
+  std::vector<unsigned char> bytes;
+  SafeTensorsHeader header;
+  readRecorded(path, record, bytes, header);
+  std::vector<ParamTensor> tensors = paramTensors(manifest, /*hfNames=*/true);
+  for (const ParamTensor &tensor : tensors) {
+    const TensorEntry *entry = header.find(tensor.name);
+    if (!entry)
+      fail("safetensors file '" + path + "': tensor '" + tensor.name +
+           "' is missing");
+    copyParamTensor(path, *entry, bytes.data(), tensor, /*convert=*/false,
+                    /*reshape=*/false, params);
+  }
+  if (header.tensors.size() != tensors.size())
+    fail("safetensors file '" + path + "' holds " +
+         std::to_string(header.tensors.size()) + " tensors, the model " +
+         std::to_string(tensors.size()));
 }
 } // namespace
 
@@ -425,9 +508,30 @@ Json moe_driver::loadCheckpoint(const std::string &dir,
   Json files = state.value("files", Json());
   if (!files.is_object())
     bad("has no files");
-  loadTensors(dir + "/model.safetensors",
-              files.value("model.safetensors", Json()), manifest,
-              {{"", params}});
+  Json names = state.value("param_names", Json("moe"));
+  if (names != "moe" && names != "hf")
+    bad("has param_names " +
+        names.dump(-1, ' ', true, Json::error_handler_t::replace) +
+        ", neither \"moe\" nor \"hf\"");
+  if (files.contains("model.safetensors.index.json")) {
+    // A sharded model: every file state.json records is checked against
+    // its size and hash, then the index and shards are read.
+    for (auto it = files.begin(); it != files.end(); ++it) {
+      if (it.key() == "optimizer.safetensors")
+        continue;
+      if (it.key().empty() || it.key().find('/') != std::string::npos)
+        bad("records the file '" + it.key() + "'");
+      std::vector<unsigned char> contents;
+      checkRecord(dir + "/" + it.key(), it.value(), contents);
+    }
+    loadParamFiles(dir, manifest, names == "hf", /*checkpoint=*/true, params);
+  } else if (names == "hf")
+    loadHFTensors(dir + "/model.safetensors",
+                  files.value("model.safetensors", Json()), manifest, params);
+  else
+    loadTensors(dir + "/model.safetensors",
+                files.value("model.safetensors", Json()), manifest,
+                {{"", params}});
   loadTensors(dir + "/optimizer.safetensors",
               files.value("optimizer.safetensors", Json()), manifest,
               {{".exp_avg", m}, {".exp_avg_sq", v}});

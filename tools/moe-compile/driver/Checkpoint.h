@@ -4,7 +4,8 @@
 //
 // A checkpoint is a directory SAVE-DIR/step-<8 digits> holding
 //   model.safetensors      every parameter of the manifest (router biases
-//                          included) under its moe.param name, fp32;
+//                          included) under its moe.param name (or, with
+//                          --hf-names, its Hugging Face name), fp32;
 //   optimizer.safetensors  the AdamW moments, "<name>.exp_avg" and
 //                          "<name>.exp_avg_sq", fp32;
 //   state.json             the step, the model's name and hash, the run's
@@ -42,11 +43,17 @@ bool parseHexValue(const nlohmann::json &value, uint64_t &out);
 
 /// Saves the checkpoint of `step` under `saveDir` (created if missing),
 /// atomically, points `latest` at it and keeps the `keep` newest (0: all).
-/// `state` is the run's part of state.json. Returns the checkpoint's
-/// directory; exits with an error when the file system fails.
+/// `state` is the run's part of state.json. With `hfNames`, the tensors of
+/// model.safetensors have the Hugging Face names (ParamFiles.h) and
+/// state.json says so ("param_names": "hf"). With `shardBytes` > 0 and more
+/// tensor data than that, model.safetensors is shards of at most
+/// `shardBytes` each (a larger tensor alone) and
+/// model.safetensors.index.json. Returns the checkpoint's directory; exits
+/// with an error when the file system fails.
 std::string saveCheckpoint(const std::string &saveDir, int64_t step,
-                           int64_t keep, const Manifest &manifest,
-                           const float *params, const float *m, const float *v,
+                           int64_t keep, const Manifest &manifest, bool hfNames,
+                           int64_t shardBytes, const float *params,
+                           const float *m, const float *v,
                            const nlohmann::json &state);
 
 /// The checkpoint directory that --resume=`what` names: `latest` (the one

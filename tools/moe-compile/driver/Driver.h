@@ -88,6 +88,14 @@ struct Param {
   InitKind kind = InitKind::Zeros;
   double std = 0, low = 0, high = 0;
   std::vector<int64_t> shape;
+  /// The Hugging Face (Kimi-Linear) checkpoint key, "" if there is none;
+  /// "{e}" in it stands for the expert index when hfPerExpert.
+  std::string hfName;
+  /// The checkpoint holds the transpose of the last two dimensions
+  /// (torch.nn.Linear's [out, in]).
+  bool hfTransposed = false;
+  /// The checkpoint holds one tensor per index of dimension 0 (expert).
+  bool hfPerExpert = false;
 };
 
 /// Entries [offset, offset + count) of the train step's metrics vector.

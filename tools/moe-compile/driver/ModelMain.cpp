@@ -76,12 +76,14 @@ bool parseInitKind(const std::string &text, InitKind &kind) {
 ///   tokens <batch or -1> <length or -1>
 ///   scalars <n>
 ///   param <offset> <size> <init> <std> <low> <high> <rank> <dims...> <name>
+///   hf <transposed 0|1> <per-expert 0|1> <name>
 ///   program forward|train
 ///   metrics <count>
 ///   metric <offset> <count> <name>
 /// A name is the rest of the line after one space; `program` (default
-/// forward) says whether the train step is there, `metrics` and `metric`
-/// describe its metrics vector. The compiler wrote the manifest, so a
+/// forward) says whether the train step is there, `hf` gives the preceding
+/// parameter's Hugging Face name and layout (Param::hfName), `metrics` and
+/// `metric` describe its metrics vector. The compiler wrote the manifest, so a
 /// malformed one is an internal error.
 Manifest moe_driver::parseManifest(const char *text) {
   Manifest manifest;
@@ -143,6 +145,22 @@ Manifest moe_driver::parseManifest(const char *text) {
         bad();
       param.name = rest + 1;
       manifest.params.push_back(std::move(param));
+    } else if (keyword == "hf") {
+      int transposed = 0, perExpert = 0, n = 0;
+      if (manifest.params.empty() || !manifest.params.back().hfName.empty() ||
+          std::sscanf(rest, "%d %d%n", &transposed, &perExpert, &n) != 2 ||
+          (transposed != 0 && transposed != 1) ||
+          (perExpert != 0 && perExpert != 1) || rest[n] != ' ' ||
+          rest[n + 1] == '\0')
+        bad();
+      Param &param = manifest.params.back();
+      size_t rank = param.shape.size();
+      if ((transposed && rank < (perExpert ? 3u : 2u)) ||
+          (perExpert && rank < 1))
+        bad();
+      param.hfName = rest + n + 1;
+      param.hfTransposed = transposed;
+      param.hfPerExpert = perExpert;
     } else if (keyword == "program") {
       std::string program = rest[0] == ' ' ? rest + 1 : rest;
       if (program != "forward" && program != "train")

@@ -19,6 +19,7 @@
 #include "Checkpoint.h"
 #include "Data.h"
 #include "Driver.h"
+#include "ParamFiles.h"
 #include "TrainLog.h"
 #include "TrainOptions.h"
 
@@ -162,6 +163,13 @@ int moe_driver::runTraining(int argc, char **argv, const Manifest &manifest) {
   finishTrainOptions(options, manifest);
   if (options.resume.empty())
     initialiseParams(manifest, options.seed, params.get());
+  // --init-from: a fresh run (step 0, zero moments) from given parameters;
+  // those it may leave out keep their initialisation.
+  if (!options.initFrom.empty())
+    initParamsFrom(options.initFrom, manifest,
+                   options.initNames.empty() ? options.hfNames
+                                             : options.initNames == "hf",
+                   params.get());
   const int64_t batch = options.batch, length = options.length;
   Buffer<float> hyper(8);
   size_t tokens = static_cast<size_t>(batch * length);
@@ -230,6 +238,12 @@ int moe_driver::runTraining(int argc, char **argv, const Manifest &manifest) {
   nlohmann::json values = trajectorySettings(options);
   for (auto it = values.begin(); it != values.end(); ++it) {
     std::string value;
+    if (it->is_boolean()) {
+      // A flag: named when set.
+      if (it->get<bool>())
+        settings += " --" + it.key();
+      continue;
+    }
     if (it->is_string()) {
       value = it->get_ref<const std::string &>();
     } else if (it->is_number_float()) {
@@ -311,9 +325,9 @@ int moe_driver::runTraining(int argc, char **argv, const Manifest &manifest) {
   }
   std::fflush(stdout);
   auto save = [&](int64_t step) {
-    std::string dir =
-        saveCheckpoint(options.saveDir, step, options.keep, manifest,
-                       params.get(), m.get(), v.get(), runState());
+    std::string dir = saveCheckpoint(
+        options.saveDir, step, options.keep, manifest, options.hfNames,
+        options.saveShardBytes, params.get(), m.get(), v.get(), runState());
     return dir;
   };
 
@@ -541,6 +555,12 @@ int moe_driver::runTraining(int argc, char **argv, const Manifest &manifest) {
     }
   }
 
+  // --steps=0: the parameters as they were loaded or initialised.
+  if (options.steps == 0 && !options.saveDir.empty()) {
+    std::string saved = save(0);
+    progress.clear();
+    std::printf("saved checkpoint %s\n", saved.c_str());
+  }
   if (!options.dumpParams.empty())
     dumpParams(options.dumpParams, manifest, params.get());
 

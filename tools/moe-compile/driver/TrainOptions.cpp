@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "TrainOptions.h"
+#include "ParamFiles.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -74,7 +75,10 @@ void printTrainHelp(const char *argv0, const Manifest &manifest) {
       "decay\n"
       "            to min-lr (warm-up, stable, decay)\n\n"
       "OPTIONS (--name=value or --name value):\n"
-      "  --steps=N          optimizer steps (default %ld)\n"
+      "  --steps=N          optimizer steps (default %ld); 0 trains "
+      "nothing: the\n"
+      "                     parameters go to --dump-params and --save-dir "
+      "(step 0)\n"
       "  --lr=X             peak learning rate, > 0 (default %g)\n"
       "  --warmup=N         warm-up steps, 0..steps (default steps/10)\n"
       "  --schedule=S       wsd, cosine or constant (default %s)\n"
@@ -158,6 +162,39 @@ void printTrainHelp(const char *argv0, const Manifest &manifest) {
       "                     --max-bad-steps and --metrics. The run "
       "continues bit\n"
       "                     for bit as if it had not stopped.\n"
+      "  --init-from=DIR    start a fresh run (step 0, zero moments) from "
+      "the\n"
+      "                     parameters in DIR/model.safetensors or in the "
+      "shards of\n"
+      "                     DIR/model.safetensors.index.json (weight_map: "
+      "tensor ->\n"
+      "                     shard file); F32, BF16 or F16, exact shapes, "
+      "every\n"
+      "                     tensor of the model and no other\n"
+      "  --save-shard-bytes=N  write model.safetensors as shards "
+      "model-<i>-of-<n>\n"
+      "                     .safetensors of at most N bytes of tensors "
+      "each (a\n"
+      "                     larger tensor alone) and "
+      "model.safetensors.index.json;\n"
+      "                     0: one file (default 0)\n"
+      "  --hf-names         name the tensors of model.safetensors (saved "
+      "and\n"
+      "                     --init-from) as a Hugging Face Kimi-Linear "
+      "checkpoint:\n"
+      "                     model.layers.N.self_attn.q_proj.weight, "
+      "one tensor per\n"
+      "                     expert (...experts.E.w1.weight), "
+      "torch.nn.Linear\n"
+      "                     weights transposed ([out, in]); parameters "
+      "without such\n"
+      "                     a name keep theirs (and may be absent from "
+      "--init-from)\n"
+      "  --init-names=N     the names --init-from reads, moe or hf "
+      "(default: hf\n"
+      "                     with --hf-names, else moe); with --steps=0 "
+      "and\n"
+      "                     --save-dir, a converter between the names\n"
       "  --help             print this help\n\n"
       "Model: vocab_size %ld, hidden_size %ld, %zu parameter tensors, %ld "
       "scalars, %ld metrics. Target: %s.\n",
@@ -198,6 +235,14 @@ TrainOptions moe_driver::parseTrainOptions(int argc, char **argv,
     if (arg.size() < 3 || arg.compare(0, 2, "--") != 0)
       fail("unexpected argument '" + arg +
            "' (options look like --name=value; see --help)");
+    // The one flag without a value.
+    if (arg == "--hf-names") {
+      options.hfNames = true;
+      options.given.insert(arg);
+      continue;
+    }
+    if (arg.compare(0, 11, "--hf-names=") == 0)
+      fail("option --hf-names takes no value");
     size_t equals = arg.find('=');
     std::string key = arg.substr(0, equals);
     std::string value;
@@ -229,7 +274,7 @@ TrainOptions moe_driver::parseTrainOptions(int argc, char **argv,
     };
     const double inf = HUGE_VAL;
     if (key == "--steps") {
-      integer(options.steps, 1);
+      integer(options.steps, 0);
     } else if (key == "--lr") {
       number(options.lr, 0, true, inf, false, "> 0");
     } else if (key == "--min-lr") {
@@ -295,13 +340,31 @@ TrainOptions moe_driver::parseTrainOptions(int argc, char **argv,
       integer(options.stopAfter, 1);
     } else if (key == "--resume") {
       options.resume = value;
+    } else if (key == "--save-shard-bytes") {
+      integer(options.saveShardBytes, 0);
+    } else if (key == "--init-names") {
+      if (value != "moe" && value != "hf")
+        fail("option --init-names expects moe or hf, got '" + value + "'");
+      options.initNames = value;
+    } else if (key == "--init-from") {
+      options.initFrom = value;
     } else {
       fail("unknown option '" + key + "' (see --help)");
     }
   }
-  for (const char *option : {"--save-every", "--keep", "--stop-after"})
+  for (const char *option :
+       {"--save-every", "--keep", "--stop-after", "--save-shard-bytes"})
     if (options.given.count(option) && options.saveDir.empty())
       fail(std::string(option) + " needs --save-dir");
+  if (!options.initFrom.empty() && !options.resume.empty())
+    fail("--init-from and --resume exclude each other (--init-from starts a "
+         "fresh run from a model's parameters, --resume continues a run)");
+  if (!options.initNames.empty() && options.initFrom.empty())
+    fail("--init-names needs --init-from");
+  if ((options.hfNames || options.initNames == "hf") && !hasHFNames(manifest))
+    fail(std::string(options.hfNames ? "--hf-names" : "--init-names=hf") +
+         ": the model '" + manifest.name +
+         "' has no parameter with a Hugging Face name");
   return options;
 }
 
@@ -393,7 +456,9 @@ Json moe_driver::trajectorySettings(const TrainOptions &o) {
               {"save-every", o.saveEvery},
               {"keep", o.keep},
               {"max-bad-steps", o.maxBadSteps},
-              {"metrics", o.metricsPath}};
+              {"metrics", o.metricsPath},
+              {"hf-names", o.hfNames},
+              {"save-shard-bytes", o.saveShardBytes}};
 }
 
 namespace {
@@ -401,7 +466,7 @@ namespace {
 bool isChangeable(const std::string &key) {
   return key == "log-every" || key == "eval-every" || key == "eval-batches" ||
          key == "save-every" || key == "keep" || key == "max-bad-steps" ||
-         key == "metrics";
+         key == "metrics" || key == "hf-names" || key == "save-shard-bytes";
 }
 } // namespace
 
@@ -415,6 +480,10 @@ void moe_driver::adoptSettings(TrainOptions &options, const Json &settings,
   for (auto it = current.begin(); it != current.end(); ++it) {
     const std::string &key = it.key();
     auto saved = settings.find(key);
+    // Checkpoints from before --hf-names have no such setting.
+    if (saved == settings.end() &&
+        (key == "hf-names" || key == "save-shard-bytes"))
+      continue;
     if (saved == settings.end())
       fail("checkpoint '" + checkpoint + "': state.json has no setting '" +
            key + "'");
@@ -444,7 +513,12 @@ void moe_driver::adoptSettings(TrainOptions &options, const Json &settings,
              "' is not an integer >= 0");
       out = saved->get<int64_t>();
     };
-    if (key == "steps")
+    if (key == "hf-names") {
+      if (!saved->is_boolean())
+        fail("checkpoint '" + checkpoint +
+             "': setting 'hf-names' is not a boolean");
+      options.hfNames = saved->get<bool>();
+    } else if (key == "steps")
       integer(options.steps);
     else if (key == "log-every")
       integer(options.logEvery);
@@ -456,6 +530,8 @@ void moe_driver::adoptSettings(TrainOptions &options, const Json &settings,
       integer(options.saveEvery);
     else if (key == "keep")
       integer(options.keep);
+    else if (key == "save-shard-bytes")
+      integer(options.saveShardBytes);
     else if (key == "max-bad-steps")
       integer(options.maxBadSteps);
     else if (key == "lr")

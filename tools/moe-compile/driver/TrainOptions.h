@@ -40,6 +40,17 @@ struct TrainOptions {
   // Checkpoints.
   std::string saveDir, resume;
   int64_t saveEvery = 0, keep = 0;
+  /// --init-from: a directory with model.safetensors or a sharded index.
+  std::string initFrom;
+  /// --hf-names: model.safetensors (saved and --init-from) under the
+  /// Hugging Face names of the manifest.
+  bool hfNames = false;
+  /// --init-names: the names --init-from reads ("moe" or "hf"); "": those
+  /// of --hf-names.
+  std::string initNames;
+  /// --save-shard-bytes: split model.safetensors into shards of at most
+  /// this many bytes of tensor data, with an index; 0: one file.
+  int64_t saveShardBytes = 0;
   /// Stop (with a checkpoint) after this step; 0: at the end.
   int64_t stopAfter = 0;
   /// Stop after this many skipped steps in a row.
