@@ -525,8 +525,10 @@ namespace {
 struct HostTarget {
   llvm::Triple triple;
   std::string cpu;
-  /// "+feature,-feature,...", sorted by name.
+  /// "+feature,-feature,...", as the TargetMachine gets them.
   std::string features;
+  /// The same, sorted by name: the same features give the same cache key.
+  std::string sortedFeatures;
 };
 } // namespace
 
@@ -539,14 +541,16 @@ static HostTarget getHostTarget() {
   } else if (target == Target::CPU) {
     llvm::StringMap<bool> hostFeatures = llvm::sys::getHostCPUFeatures();
     SmallVector<std::string> names;
-    for (const auto &feature : hostFeatures)
-      names.push_back((feature.second ? "+" : "-") + feature.first().str());
-    // By name, without the sign: the same features give the same key.
+    for (const auto &feature : hostFeatures) {
+      std::string name = (feature.second ? "+" : "-") + feature.first().str();
+      host.features += name + ",";
+      names.push_back(name);
+    }
     llvm::sort(names, [](const std::string &a, const std::string &b) {
       return StringRef(a).drop_front() < StringRef(b).drop_front();
     });
     for (const std::string &name : names)
-      host.features += name + ",";
+      host.sortedFeatures += name + ",";
   }
   return host;
 }
@@ -760,7 +764,7 @@ static FailureOr<std::string> buildCacheKey(llvm::StringRef input,
   key.add("gpu-format", gpuFormat);
   key.add("triple", host.triple.str());
   key.add("cpu", host.cpu);
-  key.add("features", host.features);
+  key.add("features", host.sortedFeatures);
   // The kernels link the toolkit's libdevice, and --gpu-format=bin|fatbin
   // run its ptxas.
   if (target == Target::CUDA) {
