@@ -13,7 +13,9 @@
 // corpus (driver/Train.cpp); with --forward-only it initialises the weights,
 // reads tokens, runs the forward pass and prints the loss. The CUDA
 // executable carries moert's mgpu* adapter and needs only the CUDA driver
-// (libcuda.so.1) at run time.
+// (libcuda.so.1) at run time. The object comes from the compile cache
+// (CompileCache.h) when this compiler already built it from the same input
+// and options; --timing reports where a compile's time goes.
 //
 //===----------------------------------------------------------------------===//
 
