@@ -2,6 +2,7 @@
 # lit configuration of the moe-mlir regression tests (check-moe).
 
 import os
+import shutil
 import subprocess
 
 import lit.formats
@@ -28,6 +29,12 @@ config.substitutions.append(
      os.path.join(config.llvm_lib_dir, "libmlir_c_runner_utils" + config.llvm_shlib_ext)))
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+# moe-compile's compile cache defaults to $XDG_CACHE_HOME/moe-mlir: the tests
+# share one of their own in the build tree, emptied when lit starts, and
+# never read or fill the user's. Tests of the cache pass --cache-dir.
+_cache_home = os.path.join(config.moe_obj_root, "test", "xdg-cache")
+shutil.rmtree(_cache_home, ignore_errors=True)
+config.environment["XDG_CACHE_HOME"] = _cache_home
 llvm_config.use_default_substitutions()
 # `not` and `count` at the start of a RUN line are found on PATH.
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

@@ -13,9 +13,13 @@
 // corpus (driver/Train.cpp); with --forward-only it initialises the weights,
 // reads tokens, runs the forward pass and prints the loss. The CUDA
 // executable carries moert's mgpu* adapter and needs only the CUDA driver
-// (libcuda.so.1) at run time.
+// (libcuda.so.1) at run time. The object comes from the compile cache
+// (CompileCache.h) when this compiler already built it from the same input
+// and options; --timing reports where a compile's time goes.
 //
 //===----------------------------------------------------------------------===//
+
+#include "CompileCache.h"
 
 #include "moe/Conversion/MoEModelToFunc/MoEModelToFunc.h"
 #include "moe/Import/HFNames.h"
@@ -46,12 +50,14 @@
 #include "mlir/Target/LLVMIR/Export.h"
 
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
@@ -155,6 +161,27 @@ static cl::opt<bool> cpuProfile(
     "profile",
     cl::desc("--target=cpu: time every moe op (forward and gradient ops, by "
              "op kind); the executable prints the table to stderr at exit"),
+    cl::init(false), cl::cat(compileCategory));
+static cl::opt<std::string> cacheDir(
+    "cache-dir",
+    cl::desc("The compile cache's folder (default: $XDG_CACHE_HOME/moe-mlir, "
+             "else ~/.cache/moe-mlir). An object or executable compile is "
+             "keyed by the SHA-256 of the input's name and text, every option "
+             "that changes the object, the host CPU and this moe-compile "
+             "executable's own SHA-256 (so a rebuilt compiler misses); a hit "
+             "skips straight to linking"),
+    cl::value_desc("dir"), cl::cat(compileCategory));
+static cl::opt<bool> noCache("no-cache",
+                             cl::desc("Neither read nor write the compile "
+                                      "cache"),
+                             cl::init(false), cl::cat(compileCategory));
+static cl::opt<bool> timing(
+    "timing",
+    cl::desc("Print where the compile's time goes to stderr: reading and "
+             "parsing, the MLIR passes (MLIR's pass timing, as "
+             "--mlir-timing), LLVM IR translation, optimisation and object "
+             "emission, the cache and the link; for --target=cuda also the "
+             "PTX and ptxas time of the kernels"),
     cl::init(false), cl::cat(compileCategory));
 static cl::opt<std::string> gpuFormat(
     "gpu-format",
@@ -451,7 +478,7 @@ static FailureOr<std::string> buildMetricManifest(func::FuncOp step,
 /// --forward-only), renamed kTrainStepName and kEntryName. Appends the
 /// train step's lines to `manifest`.
 static LogicalResult buildProgram(ModuleOp module, moe::ModelOp model,
-                                  std::string &manifest) {
+                                  std::string &manifest, TimingScope &timer) {
   if (failed(checkReservedSymbols(module)))
     return failure();
   std::string name = model.getSymName().str();
@@ -472,7 +499,7 @@ static LogicalResult buildProgram(ModuleOp module, moe::ModelOp model,
   PassManager pm(module.getContext());
   if (failed(applyPassManagerCLOptions(pm)))
     return failure();
-  applyDefaultTimingPassManagerCLOptions(pm);
+  pm.enableTiming(timer);
   if (failed(pass->addToPipeline(pm, "", [](const llvm::Twine &message) {
         return toolError(message);
       })))
@@ -518,11 +545,11 @@ static LogicalResult buildProgram(ModuleOp module, moe::ModelOp model,
 }
 
 /// Lowers the module in place with moe-lower-to-cpu or moe-lower-to-nvvm.
-static LogicalResult lowerToLLVMDialect(ModuleOp module) {
+static LogicalResult lowerToLLVMDialect(ModuleOp module, TimingScope &timer) {
   PassManager pm(module.getContext());
   if (failed(applyPassManagerCLOptions(pm)))
     return failure();
-  applyDefaultTimingPassManagerCLOptions(pm);
+  pm.enableTiming(timer);
   if (target == Target::CUDA) {
     moe::LowerToNVVMOptions options;
     options.format = gpuFormat;
@@ -537,11 +564,47 @@ static LogicalResult lowerToLLVMDialect(ModuleOp module) {
   return pm.run(module);
 }
 
-/// The host TargetMachine (PIC, so that the object links into a PIE). A CPU
-/// executable is tuned for this machine; a CUDA one runs on the GPU's host,
-/// so it asks for x86-64-v3 (AVX2) only.
-static std::unique_ptr<llvm::TargetMachine> createHostTargetMachine() {
-  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+namespace {
+/// What the host code is compiled for: a CPU executable is tuned for this
+/// machine; a CUDA one runs on the GPU's host, so it asks for x86-64-v3
+/// (AVX2) only. Part of the cache key.
+struct HostTarget {
+  llvm::Triple triple;
+  std::string cpu;
+  /// "+feature,-feature,...", as the TargetMachine gets them.
+  std::string features;
+  /// The same, sorted by name: the same features give the same cache key.
+  std::string sortedFeatures;
+};
+} // namespace
+
+static HostTarget getHostTarget() {
+  HostTarget host;
+  host.triple = llvm::Triple(llvm::sys::getDefaultTargetTriple());
+  host.cpu = llvm::sys::getHostCPUName().str();
+  if (target == Target::CUDA && host.triple.getArch() == llvm::Triple::x86_64) {
+    host.cpu = "x86-64-v3";
+  } else if (target == Target::CPU) {
+    llvm::StringMap<bool> hostFeatures = llvm::sys::getHostCPUFeatures();
+    SmallVector<std::string> names;
+    for (const auto &feature : hostFeatures) {
+      std::string name = (feature.second ? "+" : "-") + feature.first().str();
+      host.features += name + ",";
+      names.push_back(name);
+    }
+    llvm::sort(names, [](const std::string &a, const std::string &b) {
+      return StringRef(a).drop_front() < StringRef(b).drop_front();
+    });
+    for (const std::string &name : names)
+      host.sortedFeatures += name + ",";
+  }
+  return host;
+}
+
+/// The TargetMachine for `host` (PIC, so that the object links into a PIE).
+static std::unique_ptr<llvm::TargetMachine>
+createHostTargetMachine(const HostTarget &host) {
+  const llvm::Triple &triple = host.triple;
   std::string error;
   const llvm::Target *llvmTarget =
       llvm::TargetRegistry::lookupTarget(triple, error);
@@ -549,37 +612,41 @@ static std::unique_ptr<llvm::TargetMachine> createHostTargetMachine() {
     (void)toolError("no LLVM target for " + triple.str() + ": " + error);
     return nullptr;
   }
-  std::string cpu = llvm::sys::getHostCPUName().str();
-  std::string features;
-  if (target == Target::CUDA && triple.getArch() == llvm::Triple::x86_64) {
-    cpu = "x86-64-v3";
-  } else if (target == Target::CPU) {
-    llvm::StringMap<bool> hostFeatures = llvm::sys::getHostCPUFeatures();
-    for (const auto &feature : hostFeatures)
-      features += (feature.second ? "+" : "-") + feature.first().str() + ",";
-  }
   llvm::CodeGenOptLevel level =
       optLevel >= 3   ? llvm::CodeGenOptLevel::Aggressive
       : optLevel == 0 ? llvm::CodeGenOptLevel::None
                       : llvm::CodeGenOptLevel::Default;
   return std::unique_ptr<llvm::TargetMachine>(llvmTarget->createTargetMachine(
-      triple, cpu, features, llvm::TargetOptions(), llvm::Reloc::PIC_,
+      triple, host.cpu, host.features, llvm::TargetOptions(), llvm::Reloc::PIC_,
       std::nullopt, level));
 }
 
-/// Writes `module` as an object file to `path`.
-static LogicalResult writeObject(llvm::Module &module,
-                                 llvm::TargetMachine &machine,
-                                 llvm::StringRef path) {
+/// Compiles `module` into an object file in memory.
+static LogicalResult emitObject(llvm::Module &module,
+                                llvm::TargetMachine &machine,
+                                SmallVectorImpl<char> &object) {
+  llvm::raw_svector_ostream os(object);
+  llvm::legacy::PassManager codegen;
+  if (machine.addPassesToEmitFile(codegen, os, nullptr,
+                                  llvm::CodeGenFileType::ObjectFile))
+    return toolError("the host target cannot emit object files");
+  codegen.run(module);
+  return success();
+}
+
+/// Writes `bytes` to `path` (removed again if writing fails).
+static LogicalResult writeFile(llvm::StringRef path, llvm::StringRef bytes) {
   std::error_code ec;
   llvm::ToolOutputFile out(path, ec, llvm::sys::fs::OF_None);
   if (ec)
     return toolError("cannot write " + path + ": " + ec.message());
-  llvm::legacy::PassManager codegen;
-  if (machine.addPassesToEmitFile(codegen, out.os(), nullptr,
-                                  llvm::CodeGenFileType::ObjectFile))
-    return toolError("the host target cannot emit object files");
-  codegen.run(module);
+  out.os() << bytes;
+  out.os().close();
+  if (out.os().has_error()) {
+    ec = out.os().error();
+    out.os().clear_error();
+    return toolError("cannot write " + path + ": " + ec.message());
+  }
   out.keep();
   return success();
 }
@@ -685,10 +752,156 @@ static LogicalResult linkExecutable(llvm::StringRef object,
 }
 
 //===----------------------------------------------------------------------===//
+// Compile cache and timing report
+//===----------------------------------------------------------------------===//
+
+/// Why the cache cannot stand in for this compile, or "" if it can: a cache
+/// hit would skip what --remarks and MLIR's debugging options (printing IR,
+/// pass statistics, ...) print, and their effect on the object is unknown.
+/// Options that only time the compile (--timing, --mlir-timing*) are fine.
+static std::string getCacheBypassReason() {
+  if (showRemarks)
+    return "--remarks prints what the compile finds";
+  for (const auto &entry : cl::getRegisteredOptions()) {
+    cl::Option *option = entry.second;
+    if (option->getNumOccurrences() == 0 ||
+        entry.first.starts_with("mlir-timing") ||
+        llvm::is_contained(option->Categories, &compileCategory) ||
+        llvm::is_contained(option->Categories, &llvm::getColorCategory()))
+      continue;
+    return "--" + entry.first.str() + " is given";
+  }
+  return "";
+}
+
+/// The cache key of this compile: this moe-compile, the input's name (it
+/// reaches the executable through locations, e.g. in shape-check messages)
+/// and text, every option that changes the object, and the host target.
+/// --emit=obj and --emit=exe share entries: both compile the same object.
+static FailureOr<std::string> buildCacheKey(llvm::StringRef input,
+                                            const HostTarget &host,
+                                            const char *argv0) {
+  llvm::Expected<std::string> compiler =
+      moe::getCompilerIdentity(argv0, (void *)&buildCacheKey);
+  if (!compiler) {
+    llvm::WithColor::warning(llvm::errs(), "moe-compile")
+        << "not using the compile cache: "
+        << llvm::toString(compiler.takeError()) << "\n";
+    return failure();
+  }
+  moe::CacheKeyBuilder key;
+  key.add("moe-compile", *compiler);
+  key.add("llvm", LLVM_VERSION_STRING);
+  // The shared libLLVM and libMLIR, which a package update may replace
+  // under the same version.
+  key.add("libllvm",
+          moe::describeLoadedFile((const void *)&llvm::sys::getHostCPUName));
+  key.add("libmlir", moe::describeLoadedFile(
+                         (const void *)&mlir::translateModuleToLLVMIR));
+  key.add("input-name", inputFilename);
+  key.add("input", input);
+  key.add("model", modelName);
+  key.add("target", target == Target::CUDA ? "cuda" : "cpu");
+  key.add("forward-only", forwardOnly ? "1" : "0");
+  key.add("opt-level", std::to_string(optLevel));
+  key.add("blas", cpuBlas ? "1" : "0");
+  key.add("profile", cpuProfile ? "1" : "0");
+  key.add("gpu-host-kernels", gpuHostKernels ? "1" : "0");
+  key.add("gpu-format", gpuFormat);
+  key.add("triple", host.triple.str());
+  key.add("cpu", host.cpu);
+  key.add("features", host.sortedFeatures);
+  // The kernels link the toolkit's libdevice, and --gpu-format=bin|fatbin
+  // run its ptxas.
+  if (target == Target::CUDA) {
+    const char *cudaHome = std::getenv("CUDA_HOME");
+    key.add("cuda-home", cudaHome ? cudaHome : "");
+  }
+  return key.finish();
+}
+
+namespace {
+/// The kernels' compile times that gpu-module-to-binary records on each
+/// gpu.object (in milliseconds), summed over the GPU modules.
+struct GpuCompileTimes {
+  int64_t modules = 0;
+  std::optional<int64_t> llvmToPtxMs;
+  std::optional<int64_t> ptxasMs;
+};
+} // namespace
+
+/// Sums the LLVMIRToISATimeInMs and ISAToBinaryTimeInMs properties of the
+/// gpu.objects in `module`.
+static GpuCompileTimes collectGpuCompileTimes(ModuleOp module) {
+  GpuCompileTimes times;
+  auto add = [](std::optional<int64_t> &sum, DictionaryAttr properties,
+                llvm::StringRef name) {
+    if (auto ms = dyn_cast_or_null<IntegerAttr>(properties.get(name)))
+      sum = sum.value_or(0) + ms.getInt();
+  };
+  module.walk([&](gpu::BinaryOp binary) {
+    for (Attribute attr : binary.getObjects()) {
+      auto object = dyn_cast<gpu::ObjectAttr>(attr);
+      if (!object)
+        continue;
+      ++times.modules;
+      if (DictionaryAttr properties = object.getProperties()) {
+        add(times.llvmToPtxMs, properties, "LLVMIRToISATimeInMs");
+        add(times.ptxasMs, properties, "ISAToBinaryTimeInMs");
+      }
+    }
+  });
+  return times;
+}
+
+/// The GPU part of --timing's report, after MLIR's.
+static void printGpuCompileTimes(const GpuCompileTimes &times) {
+  llvm::raw_ostream &os = llvm::errs();
+  os << "===" << std::string(73, '-') << "===\n"
+     << "  GPU kernels (" << times.modules << " gpu.module"
+     << (times.modules == 1 ? "" : "s")
+     << "; included in GpuModuleToBinaryPass above)\n"
+     << "===" << std::string(73, '-') << "===\n";
+  auto seconds = [](int64_t ms) {
+    return llvm::format("%10.4f", static_cast<double>(ms) / 1000.0);
+  };
+  if (times.llvmToPtxMs)
+    os << "  " << seconds(*times.llvmToPtxMs) << "  LLVM IR to PTX (NVPTX)\n";
+  else
+    os << "             LLVM IR to PTX: not reported\n";
+  if (times.ptxasMs)
+    os << "  " << seconds(*times.ptxasMs) << "  ptxas (PTX to cubin)\n";
+  else
+    os << "             ptxas: not run (--gpu-format=" << gpuFormat
+       << ": the CUDA driver compiles the PTX when the executable loads "
+          "it)\n";
+}
+
+/// Writes the object (--emit=obj) or links it into the executable.
+static LogicalResult finishFromObject(llvm::StringRef object,
+                                      llvm::StringRef output, const char *argv0,
+                                      TimingScope &root) {
+  if (emit == Emit::Object) {
+    TimingScope timer = root.nest("write the object");
+    return writeFile(output, object);
+  }
+  llvm::SmallString<128> objectPath;
+  if (std::error_code ec =
+          llvm::sys::fs::createTemporaryFile("moe-compile", "o", objectPath))
+    return toolError("cannot create a temporary object file: " + ec.message());
+  llvm::FileRemover removeObject(objectPath);
+  if (failed(writeFile(objectPath, object)))
+    return failure();
+  TimingScope timer = root.nest("link");
+  return linkExecutable(objectPath, output, argv0);
+}
+
+//===----------------------------------------------------------------------===//
 // main
 //===----------------------------------------------------------------------===//
 
-static LogicalResult compile(int argc, char **argv) {
+static LogicalResult compile(const char *argv0, TimingScope &root,
+                             GpuCompileTimes &gpuTimes) {
   if (target == Target::CUDA) {
     if (emit == Emit::Executable && driverLibrary.empty() &&
         llvm::StringRef(kCudaDriverMain).empty())
@@ -712,6 +925,54 @@ static LogicalResult compile(int argc, char **argv) {
     return toolError("cannot write an object or executable to stdout; pass "
                      "-o PATH");
 
+  TimingScope readTimer = root.nest("read the input");
+  std::string errorMessage;
+  std::unique_ptr<llvm::MemoryBuffer> file =
+      openInputFile(inputFilename, &errorMessage);
+  if (!file)
+    return toolError(errorMessage);
+  readTimer.stop();
+
+  // The cache stands in for everything up to the object.
+  HostTarget host = getHostTarget();
+  std::optional<moe::CompileCacheEntry> cacheEntry;
+  if ((emit == Emit::Object || emit == Emit::Executable) && !noCache) {
+    TimingScope timer = root.nest("cache lookup");
+    std::string dir = cacheDir.empty() ? moe::getDefaultCacheDirectory()
+                                       : cacheDir.getValue();
+    std::string bypass = getCacheBypassReason();
+    if (!bypass.empty()) {
+      llvm::errs() << "moe-compile: cache not used: " << bypass << "\n";
+    } else if (dir.empty()) {
+      llvm::WithColor::warning(llvm::errs(), "moe-compile")
+          << "not using the compile cache: neither $XDG_CACHE_HOME nor a "
+             "home folder is known (pass --cache-dir=DIR)\n";
+    } else if (FailureOr<std::string> key =
+                   buildCacheKey(file->getBuffer(), host, argv0);
+               succeeded(key)) {
+      cacheEntry.emplace(dir, *key);
+      std::unique_ptr<llvm::MemoryBuffer> object;
+      std::string reason;
+      switch (cacheEntry->lookup(object, reason)) {
+      case moe::CompileCacheEntry::LookupStatus::Hit:
+        llvm::errs() << "moe-compile: cache hit: " << cacheEntry->getPath()
+                     << (emit == Emit::Object ? " (copying the object)\n"
+                                              : " (linking only)\n");
+        timer.stop();
+        return finishFromObject(object->getBuffer(), output, argv0, root);
+      case moe::CompileCacheEntry::LookupStatus::Miss:
+        llvm::errs() << "moe-compile: cache miss: compiling into "
+                     << cacheEntry->getPath() << "\n";
+        break;
+      case moe::CompileCacheEntry::LookupStatus::Corrupt:
+        llvm::errs() << "moe-compile: cache miss: " << cacheEntry->getPath()
+                     << " is corrupt (" << reason << "); compiling again\n";
+        break;
+      }
+    }
+  }
+
+  TimingScope setupTimer = root.nest("set up MLIR (dialects, context)");
   DialectRegistry registry;
   registerAllDialects(registry);
   registerAllExtensions(registry);
@@ -725,12 +986,8 @@ static LogicalResult compile(int argc, char **argv) {
   NVVM::registerNVVMTargetInterfaceExternalModels(registry);
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
+  setupTimer.stop();
 
-  std::string errorMessage;
-  std::unique_ptr<llvm::MemoryBuffer> file =
-      openInputFile(inputFilename, &errorMessage);
-  if (!file)
-    return toolError(errorMessage);
   auto sourceMgr = std::make_shared<llvm::SourceMgr>();
   bool isConfig = isKimiConfig(inputFilename, file->getBuffer());
   sourceMgr->AddNewSourceBuffer(std::move(file), llvm::SMLoc());
@@ -741,6 +998,8 @@ static LogicalResult compile(int argc, char **argv) {
                    !showRemarks);
   });
 
+  TimingScope parseTimer =
+      root.nest(isConfig ? "import the config" : "parse the model");
   OwningOpRef<ModuleOp> module =
       isConfig ? importConfig(*sourceMgr, &context)
                : parseSourceFile<ModuleOp>(sourceMgr, ParserConfig(&context));
@@ -749,14 +1008,29 @@ static LogicalResult compile(int argc, char **argv) {
   FailureOr<moe::ModelOp> model = selectModel(*module);
   if (failed(model) || failed(checkDriverABI(*model)))
     return failure();
+  parseTimer.stop();
   if (target == Target::CUDA && !forwardOnly)
     return toolError("--target=cuda cannot build a training program yet "
                      "(the GPU back end has no gradient kernels); pass "
                      "--forward-only for the loss-only program");
   FailureOr<std::string> manifest = buildManifest(*model);
-  if (failed(manifest) || failed(buildProgram(*module, *model, *manifest)) ||
-      failed(lowerToLLVMDialect(*module)))
+  if (failed(manifest))
     return failure();
+  {
+    TimingScope timer = root.nest(forwardOnly ? "build the forward program"
+                                              : "build the training step");
+    if (failed(buildProgram(*module, *model, *manifest, timer)))
+      return failure();
+  }
+  {
+    TimingScope timer =
+        root.nest(target == Target::CUDA ? "lower (moe-lower-to-nvvm)"
+                                         : "lower (moe-lower-to-cpu)");
+    if (failed(lowerToLLVMDialect(*module, timer)))
+      return failure();
+  }
+  if (target == Target::CUDA)
+    gpuTimes = collectGpuCompileTimes(*module);
   addManifestGlobal(*module, *manifest);
 
   if (emit == Emit::MLIR) {
@@ -770,20 +1044,29 @@ static LogicalResult compile(int argc, char **argv) {
 
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
-  std::unique_ptr<llvm::TargetMachine> machine = createHostTargetMachine();
+  std::unique_ptr<llvm::TargetMachine> machine = createHostTargetMachine(host);
   if (!machine)
     return failure();
   llvm::LLVMContext llvmContext;
+  TimingScope translateTimer = root.nest("translate to LLVM IR");
   std::unique_ptr<llvm::Module> llvmModule =
       translateModuleToLLVMIR(*module, llvmContext, inputFilename);
   if (!llvmModule)
     return toolError("translating the lowered module to LLVM IR failed");
   llvmModule->setTargetTriple(machine->getTargetTriple());
   llvmModule->setDataLayout(machine->createDataLayout());
-  if (llvm::Error err = makeOptimizingTransformer(
-          optLevel, /*sizeLevel=*/0, machine.get())(llvmModule.get()))
-    return toolError("optimising LLVM IR failed: " +
-                     llvm::toString(std::move(err)));
+  // The MLIR module is no longer needed; freeing it here keeps its
+  // destruction out of the LLVM timers.
+  module = nullptr;
+  translateTimer.stop();
+  {
+    TimingScope timer =
+        root.nest("LLVM optimisation (-O" + std::to_string(optLevel) + ")");
+    if (llvm::Error err = makeOptimizingTransformer(
+            optLevel, /*sizeLevel=*/0, machine.get())(llvmModule.get()))
+      return toolError("optimising LLVM IR failed: " +
+                       llvm::toString(std::move(err)));
+  }
 
   if (emit == Emit::LLVM) {
     auto out = openOutputFile(output, &errorMessage);
@@ -793,18 +1076,23 @@ static LogicalResult compile(int argc, char **argv) {
     out->keep();
     return success();
   }
-  if (emit == Emit::Object)
-    return writeObject(*llvmModule, *machine, output);
 
-  llvm::SmallString<128> object;
-  if (std::error_code ec =
-          llvm::sys::fs::createTemporaryFile("moe-compile", "o", object))
-    return toolError("cannot create a temporary object file: " + ec.message());
-  LogicalResult linked =
-      success(succeeded(writeObject(*llvmModule, *machine, object)) &&
-              succeeded(linkExecutable(object, output, argv[0])));
-  llvm::sys::fs::remove(object);
-  return linked;
+  SmallVector<char, 0> object;
+  {
+    TimingScope timer = root.nest("LLVM codegen (object emission)");
+    if (failed(emitObject(*llvmModule, *machine, object)))
+      return failure();
+  }
+  llvm::StringRef objectBytes(object.data(), object.size());
+  if (cacheEntry) {
+    TimingScope timer = root.nest("cache store");
+    // A cache that cannot be written costs the next compile, not this one.
+    if (llvm::Error err = cacheEntry->store(objectBytes))
+      llvm::WithColor::warning(llvm::errs(), "moe-compile")
+          << "cannot store the compile cache entry " << cacheEntry->getPath()
+          << ": " << llvm::toString(std::move(err)) << "\n";
+  }
+  return finishFromObject(objectBytes, output, argv0, root);
 }
 
 int main(int argc, char **argv) {
@@ -836,6 +1124,39 @@ int main(int argc, char **argv) {
       "only the forward program for now (with --forward-only); a cuda OUT\n"
       "runs its kernels on GPU 0 and needs the CUDA driver only. MLIR's\n"
       "usual options (--mlir-print-ir-after-all, --mlir-timing, ...) work\n"
-      "too; --help-hidden lists them.\n");
-  return failed(compile(argc, argv)) ? 1 : 0;
+      "too; --help-hidden lists them.\n\n"
+      "Compile cache: an object or executable compile first looks up its\n"
+      "object in --cache-dir (default $XDG_CACHE_HOME/moe-mlir, else\n"
+      "~/.cache/moe-mlir) and, on a hit, only links; stderr says 'cache\n"
+      "hit' or 'cache miss' and names the entry. The key is the SHA-256 of\n"
+      "the input's name and text, the options that change the object\n"
+      "(--target, --model, --forward-only, --opt-level, --blas, --profile,\n"
+      "--gpu-host-kernels, --gpu-format), the host CPU and its features,\n"
+      "CUDA_HOME for cuda, the LLVM version and the SHA-256 of this\n"
+      "moe-compile executable itself, so rebuilding the compiler changes\n"
+      "every key. Entries are written to a temporary file and renamed into\n"
+      "place, and carry their size and SHA-256: a damaged entry is compiled\n"
+      "again. --remarks and MLIR's debugging options bypass the cache;\n"
+      "--no-cache turns it off. --timing prints where the compile's time\n"
+      "goes.\n");
+  // --timing (or --mlir-timing): one report for the whole compile, MLIR's
+  // pass timing nested in the phases.
+  DefaultTimingManager timingManager;
+  applyDefaultTimingManagerCLOptions(timingManager);
+  if (timing)
+    timingManager.setEnabled(true);
+  GpuCompileTimes gpuTimes;
+  LogicalResult result = failure();
+  {
+    TimingScope root = timingManager.getRootScope();
+    result = compile(argv[0], root, gpuTimes);
+  }
+  if (timingManager.isEnabled()) {
+    timingManager.print();
+    // print() clears the timers; the destructor would print an empty report.
+    timingManager.setEnabled(false);
+    if (gpuTimes.modules > 0)
+      printGpuCompileTimes(gpuTimes);
+  }
+  return failed(result) ? 1 : 0;
 }

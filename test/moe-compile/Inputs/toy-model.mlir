@@ -1,0 +1,34 @@
+// A small training model for the compile cache and --timing tests: the model
+// of train-program.mlir (an embedding, one MoE FFN, a sum-of-squares loss).
+
+moe.model @toy(vocab_size = 256, hidden_size = 4) {
+^bb0(%tokens: tensor<?x?xi32>, %labels: tensor<?x?xi32>):
+  %table = moe.param "embed.weight" init <normal, std = 0.5> : tensor<256x4xf32>
+  %x = moe.embedding %tokens, %table : tensor<?x?xi32>, tensor<256x4xf32> -> tensor<?x?x4xf32>
+  %wr = moe.param "layers.0.ffn.w_router" init <normal, std = 0.5> : tensor<4x4xf32>
+  %rb = moe.param "layers.0.ffn.router_bias" init <zeros> buffer : tensor<4xf32>
+  %wg = moe.param "layers.0.ffn.w_gate" init <normal, std = 0.02> : tensor<4x4x2xf32>
+  %wu = moe.param "layers.0.ffn.w_up" init <normal, std = 0.02> : tensor<4x4x2xf32>
+  %wd = moe.param "layers.0.ffn.w_down" init <normal, std = 0.02> : tensor<4x2x4xf32>
+  %y, %load, %next = moe.moe_ffn %x router(%wr, %rb) experts(%wg, %wu, %wd)
+      {routing = #moe.routing<experts = 4, top_k = 2, scaling = 1.0,
+                               balance = #moe.quantile_balance<exact>>,
+       activation = #moe.activation<swiglu>}
+      : (tensor<?x?x4xf32>, tensor<4x4xf32>, tensor<4xf32>, tensor<4x4x2xf32>,
+         tensor<4x4x2xf32>, tensor<4x2x4xf32>)
+      -> (tensor<?x?x4xf32>, tensor<4xi64>, tensor<4xf32>)
+  %zero = arith.constant 0.0 : f32
+  %half = arith.constant 0.5 : f32
+  %e = tensor.empty() : tensor<f32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<f32>) -> tensor<f32>
+  %loss = linalg.generic {indexing_maps = [affine_map<(b, t, h) -> (b, t, h)>, affine_map<(b, t, h) -> ()>],
+                          iterator_types = ["reduction", "reduction", "reduction"]}
+      ins(%x : tensor<?x?x4xf32>) outs(%z : tensor<f32>) {
+  ^bb0(%xv: f32, %acc: f32):
+    %sq = arith.mulf %xv, %xv : f32
+    %h = arith.mulf %sq, %half : f32
+    %r = arith.addf %acc, %h : f32
+    linalg.yield %r : f32
+  } -> tensor<f32>
+  moe.return %loss : tensor<f32>
+}
