@@ -88,7 +88,9 @@ static void testCuResultNames(Checker &checker) {
   DriverApi none;
   CHECK(checker, describeCuResult(none, CUDA_ERROR_OUT_OF_MEMORY) ==
                      "CUDA_ERROR_OUT_OF_MEMORY");
-  CHECK(checker, describeCuResult(none, CUresult(12345)) == "CUresult 12345");
+  // 1001 has no name but, unlike 12345, lies in the range of CUresult's
+  // values (its enumerators go up to 999): a valid CUresult to pass.
+  CHECK(checker, describeCuResult(none, CUresult(1001)) == "CUresult 1001");
   // With one, the driver's name and description win.
   DriverApi fake;
   fake.cuGetErrorName = fakeErrorName;
