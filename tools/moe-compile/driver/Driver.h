@@ -189,6 +189,12 @@ ByteSpan embeddedCorpus();
 
 /// Parses a decimal integer >= min (the whole text); false if it is not one.
 bool parseInteger(const std::string &text, int64_t &value, int64_t min);
+
+/// Settles a batch or sequence size given by `option` (-1 when not given)
+/// against the model's static size `fixed` (-1 when dynamic): the static
+/// size wins over `fallback` and must agree with an explicit option.
+void resolveStaticSize(int64_t &size, int64_t fixed, int64_t fallback,
+                       const char *option);
 /// The value of the seed option `key`: a decimal integer in [0, 2^64).
 /// Fails with a message that says what is wrong otherwise.
 uint64_t parseSeed(const std::string &key, const std::string &value);

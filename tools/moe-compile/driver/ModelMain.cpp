@@ -467,6 +467,15 @@ void printHelp(const char *argv0, const Manifest &manifest) {
 
 } // namespace
 
+void moe_driver::resolveStaticSize(int64_t &size, int64_t fixed,
+                                   int64_t fallback, const char *option) {
+  if (fixed >= 0 && size >= 0 && size != fixed)
+    fail(std::string("the model was compiled for ") + option + " " +
+         std::to_string(fixed) + ", got " + std::to_string(size));
+  if (size < 0)
+    size = fixed >= 0 ? fixed : fallback;
+}
+
 bool moe_driver::parseInteger(const std::string &text, int64_t &value,
                               int64_t min) {
   if (text.empty())
@@ -540,18 +549,8 @@ Options parseOptions(int argc, char **argv, const Manifest &manifest) {
       fail("unknown option '" + key + "' (see --help)");
     }
   }
-  // A static batch or sequence size of the model wins over the defaults and
-  // must agree with an explicit option.
-  auto resolve = [](int64_t &size, int64_t fixed, int64_t fallback,
-                    const char *what) {
-    if (fixed >= 0 && size >= 0 && size != fixed)
-      fail(std::string("the model was compiled for ") + what + " " +
-           std::to_string(fixed) + ", got " + std::to_string(size));
-    if (size < 0)
-      size = fixed >= 0 ? fixed : fallback;
-  };
-  resolve(options.batch, manifest.batch, 2, "--batch");
-  resolve(options.length, manifest.length, 64, "--seq-len");
+  resolveStaticSize(options.batch, manifest.batch, 2, "--batch");
+  resolveStaticSize(options.length, manifest.length, 64, "--seq-len");
   return options;
 }
 } // namespace

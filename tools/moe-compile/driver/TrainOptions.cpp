@@ -380,18 +380,8 @@ void moe_driver::finishTrainOptions(TrainOptions &options,
   if (options.warmup > options.steps)
     fail("--warmup (" + std::to_string(options.warmup) +
          ") must not exceed --steps (" + std::to_string(options.steps) + ")");
-  // A static batch or sequence size of the model wins over the defaults and
-  // must agree with an explicit option.
-  auto resolve = [](int64_t &size, int64_t fixed, int64_t fallback,
-                    const char *what) {
-    if (fixed >= 0 && size >= 0 && size != fixed)
-      fail(std::string("the model was compiled for ") + what + " " +
-           std::to_string(fixed) + ", got " + std::to_string(size));
-    if (size < 0)
-      size = fixed >= 0 ? fixed : fallback;
-  };
-  resolve(options.batch, manifest.batch, 4, "--batch");
-  resolve(options.length, manifest.length, 128, "--seq-len");
+  resolveStaticSize(options.batch, manifest.batch, 4, "--batch");
+  resolveStaticSize(options.length, manifest.length, 128, "--seq-len");
   if (options.batch > (int64_t(1) << 20) ||
       options.length > (int64_t(1) << 24) ||
       options.batch * options.length > (int64_t(1) << 28))

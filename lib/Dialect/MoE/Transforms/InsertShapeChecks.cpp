@@ -318,18 +318,8 @@ static std::string describeLocation(Location loc) {
 void MoEInsertShapeChecksPass::runOnOperation() {
   ModuleOp module = getOperation();
   MLIRContext *context = &getContext();
-  Dialect *moeDialect = context->getLoadedDialect<MoEDialect>();
-
-  // The outermost moe ops of every function body.
-  SmallVector<Operation *> ops;
-  module.walk<WalkOrder::PreOrder>([&](Operation *op) {
-    if (moeDialect && op->getDialect() == moeDialect &&
-        op->getParentOfType<FunctionOpInterface>()) {
-      ops.push_back(op);
-      return WalkResult::skip();
-    }
-    return WalkResult::advance();
-  });
+  SmallVector<Operation *> ops = getOutermostDialectOpsInFunctions(
+      module, context->getLoadedDialect<MoEDialect>());
 
   Builder builder(context);
   Type i64 = builder.getI64Type();

@@ -6,6 +6,8 @@
 
 #include "moe/Dialect/MoE/Utils/RuntimeCalls.h"
 
+#include "mlir/Interfaces/FunctionInterfaces.h"
+
 using namespace mlir;
 using namespace mlir::moe;
 
@@ -25,6 +27,22 @@ FailureOr<func::FuncOp> moe::getOrCreateRuntimeDecl(ModuleOp module,
   auto func = func::FuncOp::create(b, module.getLoc(), name, type);
   func.setPrivate();
   return func;
+}
+
+SmallVector<Operation *>
+moe::getOutermostDialectOpsInFunctions(ModuleOp module, Dialect *dialect) {
+  SmallVector<Operation *> ops;
+  if (!dialect)
+    return ops;
+  module.walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (op->getDialect() == dialect &&
+        op->getParentOfType<FunctionOpInterface>()) {
+      ops.push_back(op);
+      return WalkResult::skip();
+    }
+    return WalkResult::advance();
+  });
+  return ops;
 }
 
 RuntimeStrings::RuntimeStrings(ModuleOp module, StringRef prefix)

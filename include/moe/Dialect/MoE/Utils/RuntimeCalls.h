@@ -25,6 +25,12 @@ FailureOr<func::FuncOp> getOrCreateRuntimeDecl(ModuleOp module, StringRef name,
                                                FunctionType type,
                                                StringRef passName);
 
+/// The ops of `dialect` inside function bodies of `module` that no other op
+/// of `dialect` encloses, in walk order (empty when `dialect` is null): what
+/// a pass bracketing ops with run-time calls instruments.
+SmallVector<Operation *> getOutermostDialectOpsInFunctions(ModuleOp module,
+                                                           Dialect *dialect);
+
 /// NUL-terminated constant strings of a module as internal LLVM globals
 /// named `<prefix><n>`, one per distinct text.
 class RuntimeStrings {
