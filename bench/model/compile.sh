@@ -3,8 +3,7 @@
 # part 5, step 1 of 2. Runs where MLIR 22 is installed (not on the GPU
 # machine): compiles MODEL (default examples/models/kimi-tiny.mlir) with
 # `moe-compile --target=cuda` into bench/model/out/model-cuda (PTX, which
-# the driver compiles at start; model-cuda-cubin: cubin; model-cuda-hk:
-# --gpu-host-kernels, the host loops as kernels too), runs the CPU
+# the driver compiles at start; model-cuda-cubin: cubin), runs the CPU
 # executable of the same model on the embedded sample text for each batch
 # configuration below and writes its losses to bench/model/out/cpu-losses.txt
 # (the CPU executable needs MLIR's runtime libraries, which the GPU machine
@@ -16,9 +15,12 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=${MOE_BUILD_DIR:-$root/build}
 model=${1:-$root/examples/models/kimi-tiny.mlir}
 out=$root/bench/model/out
-# batch, sequence length, seed: B*T + 1 <= 837 bytes of sample text. 64 is
-# one KDA chunk; 128 and 512 carry the state across chunks.
-configs=("2 64 0" "4 128 0" "1 512 1")
+# batch, sequence length, seed, tokens: "-" reads the embedded sample text
+# (B*T + 1 <= 837 bytes); tokens.bin is a seeded random byte stream of
+# 16 * 2048 + 1 tokens for the timed shapes. 64 is one KDA chunk; 128 and
+# 512 carry the state across chunks.
+configs=("2 64 0 -" "4 128 0 -" "1 512 1 -" "4 2048 0 tokens.bin"
+  "16 2048 0 tokens.bin")
 
 rm -rf "$out"
 mkdir -p "$out"
@@ -31,10 +33,12 @@ echo "compiling $model for cuda"
 # The same with the kernels assembled here by ptxas (cubin): no JIT at start.
 "$build/bin/moe-compile" "$model" --forward-only --target=cuda --gpu-format=bin \
   -o "$out/model-cuda-cubin"
-# The same with the structured ops outside the tiled kernels (projections,
-# norms, ...) as GPU kernels too, instead of host loops.
-"$build/bin/moe-compile" "$model" --forward-only --target=cuda --gpu-host-kernels \
-  -o "$out/model-cuda-hk"
+python3 -c "
+import random, struct, sys
+random.seed(1234)
+n = 16 * 2048 + 1
+sys.stdout.buffer.write(struct.pack('<%dI' % n, *(random.randrange(256) for _ in range(n))))
+" > "$out/tokens.bin"
 grep -o 'kda GPU kernels[^(]*\|mla_attention GPU kernel[^(]*' "$out/remarks.txt" |
   sort | uniq -c || true
 echo "compiling $model for cpu"
@@ -47,14 +51,16 @@ if ldd "$out"/model-cuda* | grep -E 'mlir|LLVM|moert'; then
 fi
 
 {
-  echo "# batch seq_len seed cpu_loss cpu_tokens_per_s (model $(basename "$model"), commit $(git -C "$root" rev-parse --short HEAD))"
+  echo "# batch seq_len seed tokens cpu_loss cpu_tokens_per_s (model $(basename "$model"), commit $(git -C "$root" rev-parse --short HEAD))"
   for config in "${configs[@]}"; do
-    read -r batch length seed <<< "$config"
+    read -r batch length seed tokens <<< "$config"
+    source=()
+    [[ $tokens != - ]] && source=(--tokens="$out/$tokens")
     "$scratch/model-cpu" --batch="$batch" --seq-len="$length" --seed="$seed" \
-      --verbose > "$scratch/cpu.out" 2> "$scratch/cpu.err"
+      "${source[@]}" --verbose > "$scratch/cpu.out" 2> "$scratch/cpu.err"
     loss=$(awk '$1 == "loss" { print $2 }' "$scratch/cpu.out")
     rate=$(sed -n 's/^forward .* s, \(.*\) tokens\/s$/\1/p' "$scratch/cpu.err")
-    echo "$batch $length $seed $loss $rate"
+    echo "$batch $length $seed $tokens $loss $rate"
   done
 } > "$out/cpu-losses.txt"
 cat "$out/cpu-losses.txt"

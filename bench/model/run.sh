@@ -2,8 +2,8 @@
 # bench/model/run.sh - the whole-model check of issue #7 part 5, step 2 of 2.
 # Runs on the GPU machine from anywhere, with bench/model/out from
 # bench/model/compile.sh carried along (no MLIR needed): runs the cuda
-# executables (model-cuda: host loops for the ops outside the tiled kernels;
-# model-cuda-hk: those ops as kernels too) on the embedded sample text with the batch sizes
+# executables on the embedded sample text (and tokens.bin for the timed
+# shapes) with the batch sizes
 # and seeds of cpu-losses.txt, checks |gpu - cpu| / |cpu| <= 2e-2 (the KDA
 # kernels compute in bf16 on tensor cores), and prints tokens per second
 # (the mean of the runs after the first, which loads and warms up). At
@@ -12,7 +12,7 @@
 # (column tight), which a broken forward would not be. Writes
 # model-check.json and the logs to $OUT (if set) or bench/model/out.
 # Exit status 0 when every configuration passes. Environment:
-# MOE_MODEL_EXES (default "model-cuda model-cuda-hk"; model-cuda-cubin has
+# MOE_MODEL_EXES (default "model-cuda"; model-cuda-cubin has
 # its kernels assembled by ptxas), MOE_MODEL_REPEAT (4),
 # MOE_MODEL_TIMEOUT (150 s per configuration), MOE_MODEL_TOLERANCE (2e-2),
 # MOERT_DEVICE_HEAP_BYTES (the kernels' malloc heap, default 1 GiB).
@@ -21,7 +21,7 @@ set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 out=$root/bench/model/out
 results=${OUT:-$out}
-exes=${MOE_MODEL_EXES:-model-cuda model-cuda-hk}
+exes=${MOE_MODEL_EXES:-model-cuda}
 tolerance=${MOE_MODEL_TOLERANCE:-2e-2}
 repeat=${MOE_MODEL_REPEAT:-4}
 limit=${MOE_MODEL_TIMEOUT:-150}
@@ -49,11 +49,15 @@ if [[ ! -x $exe ]]; then
   status=1
   continue
 fi
-while read -r batch length seed cpu cpurate; do
+while read -r batch length seed tokens cpu cpurate; do
   [[ $batch == \#* || -z $batch ]] && continue
   log=$results/$name-b$batch-t$length-s$seed
-  timeout "$limit" "$exe" --batch="$batch" --seq-len="$length" \
-    --seed="$seed" --repeat="$repeat" --verbose > "$log.out" 2> "$log.err"
+  source=()
+  [[ $tokens != - ]] && source=(--tokens="$out/$tokens")
+  # The first run's kernels, by name, land in the .err log.
+  MOERT_KERNEL_PROFILE=1 timeout "$limit" "$exe" --batch="$batch" \
+    --seq-len="$length" --seed="$seed" "${source[@]}" --repeat="$repeat" \
+    --verbose > "$log.out" 2> "$log.err"
   rc=$?
   gpu=$(awk '$1 == "loss" { print $2 }' "$log.out")
   rate=$(sed -n 's/^forward, mean of .* ms, \(.*\) tokens\/s$/\1/p' "$log.err")

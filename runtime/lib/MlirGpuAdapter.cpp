@@ -13,7 +13,9 @@
 
 #include <cuda.h> // defines: the driver API
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -77,6 +79,7 @@ struct AdapterState {
   /// Kernel timing: events around each launch since the last read.
   bool timing = false;
   std::vector<std::pair<CUevent, CUevent>> launchEvents;
+  std::vector<CUfunction> launchFunctions;
   std::vector<double> lastTimes;
   /// The dynamic shared memory each kernel has been allowed so far.
   std::unordered_map<void *, int32_t> sharedLimits;
@@ -179,6 +182,39 @@ CUmodule loadModule(const void *data, bool isPTX, int optLevel) {
     return nullptr;
   }
   return module;
+}
+
+/// With MOERT_KERNEL_PROFILE set: the timed launches' time by kernel name
+/// on stderr, largest first.
+void printKernelProfile(const std::vector<CUfunction> &functions,
+                        const std::vector<double> &times, double total) {
+  struct Row {
+    std::string name;
+    int launches = 0;
+    double ms = 0.0;
+  };
+  std::vector<Row> rows;
+  std::unordered_map<CUfunction, size_t> index;
+  for (size_t i = 0; i < functions.size() && i < times.size(); ++i) {
+    auto [it, inserted] = index.try_emplace(functions[i], rows.size());
+    if (inserted) {
+      const char *name = nullptr;
+      if (cuFuncGetName(&name, functions[i]) != CUDA_SUCCESS || !name)
+        name = "(unnamed)";
+      rows.push_back({name});
+    }
+    rows[it->second].launches += 1;
+    rows[it->second].ms += times[i];
+  }
+  std::sort(rows.begin(), rows.end(),
+            [](const Row &a, const Row &b) { return a.ms > b.ms; });
+  std::fprintf(stderr, "kernel profile: %zu launches, %.3f ms\n", times.size(),
+               total);
+  std::fprintf(stderr, "%10s %8s %6s  %s\n", "ms", "launches", "share",
+               "kernel");
+  for (const Row &row : rows)
+    std::fprintf(stderr, "%10.3f %8d %5.1f%%  %s\n", row.ms, row.launches,
+                 total > 0 ? 100.0 * row.ms / total : 0.0, row.name.c_str());
 }
 
 } // namespace
@@ -302,6 +338,7 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
     MOERT_MLIR_CHECK(cuEventRecord(stop, cuStream));
     std::lock_guard<std::mutex> lock(s.mutex);
     s.launchEvents.emplace_back(start, stop);
+    s.launchFunctions.push_back(kernel);
   }
 }
 
@@ -314,9 +351,11 @@ void moertMlirSetKernelTiming(int enabled) {
 double moertMlirKernelMilliseconds(void) {
   AdapterState &s = state();
   std::vector<std::pair<CUevent, CUevent>> events;
+  std::vector<CUfunction> functions;
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     events.swap(s.launchEvents);
+    functions.swap(s.launchFunctions);
   }
   double total = 0.0;
   std::vector<double> times;
@@ -332,6 +371,8 @@ double moertMlirKernelMilliseconds(void) {
     cuEventDestroy(start);
     cuEventDestroy(stop);
   }
+  if (std::getenv("MOERT_KERNEL_PROFILE"))
+    printKernelProfile(functions, times, total);
   std::lock_guard<std::mutex> lock(s.mutex);
   s.lastTimes = std::move(times);
   return total;

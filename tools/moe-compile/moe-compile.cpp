@@ -146,12 +146,6 @@ static cl::opt<std::string> cudaDriverLibrary(
              "the toolkit's stub libcuda.so that moe-compile was built "
              "with; the executable loads libcuda.so.1 at run time)"),
     cl::value_desc("path"), cl::cat(compileCategory));
-static cl::opt<bool> gpuHostKernels(
-    "gpu-host-kernels",
-    cl::desc("--target=cuda: run the structured ops outside the tiled "
-             "kernels (projections, norms, ...) as GPU kernels too, one "
-             "thread per output element (default: host loops)"),
-    cl::init(false), cl::cat(compileCategory));
 static cl::opt<bool> cpuBlas(
     "blas",
     cl::desc("--target=cpu: run fp32 contractions with OpenBLAS through the "
@@ -553,7 +547,6 @@ static LogicalResult lowerToLLVMDialect(ModuleOp module, TimingScope &timer) {
   if (target == Target::CUDA) {
     moe::LowerToNVVMOptions options;
     options.format = gpuFormat;
-    options.hostLinalgKernels = gpuHostKernels;
     moe::buildLowerToNVVMPipeline(pm, options);
   } else {
     moe::LowerToCPUOptions options;
@@ -806,7 +799,6 @@ static FailureOr<std::string> buildCacheKey(llvm::StringRef input,
   key.add("opt-level", std::to_string(optLevel));
   key.add("blas", cpuBlas ? "1" : "0");
   key.add("profile", cpuProfile ? "1" : "0");
-  key.add("gpu-host-kernels", gpuHostKernels ? "1" : "0");
   key.add("gpu-format", gpuFormat);
   key.add("triple", host.triple.str());
   key.add("cpu", host.cpu);
@@ -1131,7 +1123,7 @@ int main(int argc, char **argv) {
       "hit' or 'cache miss' and names the entry. The key is the SHA-256 of\n"
       "the input's name and text, the options that change the object\n"
       "(--target, --model, --forward-only, --opt-level, --blas, --profile,\n"
-      "--gpu-host-kernels, --gpu-format), the host CPU and its features,\n"
+      "--gpu-format), the host CPU and its features,\n"
       "CUDA_HOME for cuda, the LLVM version and the SHA-256 of this\n"
       "moe-compile executable itself, so rebuilding the compiler changes\n"
       "every key. Entries are written to a temporary file and renamed into\n"

@@ -74,13 +74,6 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
       llvm::cl::desc("Diagonal tiles of the generated KDA kernels: auto "
                      "(dense where proven), dense or per-position"),
       llvm::cl::init("auto")};
-  PassOptions::Option<bool> hostLinalgKernels{
-      *this, "host-linalg-kernels",
-      llvm::cl::desc("Also run the structured ops outside every scf.forall "
-                     "(projections, norms, ...) as GPU kernels, one thread "
-                     "per element of their parallel dimensions (off: they "
-                     "run as host loops on host-shared memory)"),
-      llvm::cl::init(false)};
   PassOptions::Option<int64_t> kdaValueTile{
       *this, "kda-value-tile",
       llvm::cl::desc("State columns per block of the KDA state kernel"),

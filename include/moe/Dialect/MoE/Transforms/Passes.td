@@ -797,4 +797,50 @@ def MoEInsertShapeChecks : Pass<"moe-insert-shape-checks", "::mlir::ModuleOp"> {
   ];
 }
 
+def MoEMapForallToGPU : Pass<"moe-map-forall-to-gpu", "::mlir::func::FuncOp"> {
+  let summary = "Turn each scf.forall of bufferized tiled IR into a GPU kernel whose threads share the tile program";
+  let description = [{
+    Runs on bufferized tiled IR after `-moe-prepare-gpu-mapping`. Each
+    outermost `scf.forall` becomes a `gpu.launch`:
+
+    * **Tile programs** (a body with structured ops: the fused experts,
+      the lm_head loss, ...): one thread block per iteration, `block-size`
+      threads. Every `linalg` op of the body is spread over the block's
+      threads: its parallel dimensions, linearized (innermost fastest, so
+      that neighbouring threads touch neighbouring elements), are walked
+      with the thread index as start and the block size as step; its
+      reductions stay sequential loops inside; a `gpu.barrier` follows it.
+      Ops without a parallel dimension, and scalar writes outside
+      structured ops, run on thread 0, followed by a barrier. Scalar code
+      (index arithmetic, loops, loads) runs on every thread alike, so the
+      control flow around each barrier is uniform.
+    * The body's tile buffers (`memref.alloc` of static shape) become views
+      into the block's dynamic shared memory, at offsets fixed here; when
+      they need more than `shared-memory-bytes`, views into one global
+      scratch buffer of that size per block, allocated before the launch
+      and freed after it. No tile is allocated from the device heap.
+    * **Element programs** (a body without structured ops, such as a
+      scatter of indices): one thread per iteration, `block-size` threads
+      per block, the last block guarded; tile buffers become
+      `memref.alloca` (thread-private).
+
+    A forall whose body holds another `scf.forall` is rejected with an
+    error; so is a tile buffer of dynamic shape.
+  }];
+  let options = [
+    Option<"blockSize", "block-size", "int64_t", /*default=*/"256",
+           "Threads per block (a multiple of 32, at most 1024)">,
+    Option<"sharedMemoryBytes", "shared-memory-bytes", "int64_t",
+           /*default=*/"200704",
+           "Most dynamic shared memory per block for tile buffers (bytes; "
+           "the H200 allows 232448); beyond it, tiles go to global scratch">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect"
+  ];
+}
+
 #endif // MOE_DIALECT_MOE_TRANSFORMS_PASSES_TD

@@ -1,0 +1,651 @@
+//===- MapForallToGPU.cpp - scf.forall -> gpu.launch, threads included ----===//
+//
+// Part of the moe-mlir project.
+//
+// Implements -moe-map-forall-to-gpu: each outermost scf.forall of bufferized
+// tiled IR becomes a gpu.launch. A tile program (a body with structured
+// ops) runs one block per iteration with every structured op spread over
+// the block's threads and its tiles in shared memory; an element program (a
+// scalar body) runs one thread per iteration.
+//
+//===----------------------------------------------------------------------===//
+
+#include "moe/Dialect/MoE/Transforms/Passes.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/PatternMatch.h"
+#include "llvm/Support/MathExtras.h"
+
+namespace mlir::moe {
+#define GEN_PASS_DEF_MOEMAPFORALLTOGPU
+#include "moe/Dialect/MoE/Transforms/Passes.h.inc"
+} // namespace mlir::moe
+
+using namespace mlir;
+using namespace mlir::moe;
+
+namespace {
+
+Value indexConstant(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
+}
+
+/// max(ceil((ub - lb) / step), 0).
+Value tripCount(OpBuilder &b, Location loc, Value lb, Value ub, Value step) {
+  Value span = arith::SubIOp::create(b, loc, ub, lb);
+  Value count = arith::CeilDivSIOp::create(b, loc, span, step);
+  return arith::MaxSIOp::create(b, loc, count, indexConstant(b, loc, 0));
+}
+
+Value product(OpBuilder &b, Location loc, ArrayRef<Value> values) {
+  Value total = indexConstant(b, loc, 1);
+  for (Value v : values)
+    total = arith::MulIOp::create(b, loc, total, v);
+  return total;
+}
+
+/// The loop indices `lb + i * step` of the linear index `linear` over
+/// `counts` (row major: the last dimension varies fastest).
+SmallVector<Value> delinearize(OpBuilder &b, Location loc, Value linear,
+                               ArrayRef<Value> counts, ArrayRef<Value> lbs,
+                               ArrayRef<Value> steps) {
+  SmallVector<Value> ivs(counts.size());
+  for (int64_t d = static_cast<int64_t>(counts.size()) - 1; d >= 0; --d) {
+    Value i = linear;
+    if (d > 0) {
+      i = arith::RemUIOp::create(b, loc, linear, counts[d]);
+      linear = arith::DivUIOp::create(b, loc, linear, counts[d]);
+    }
+    Value scaled = arith::MulIOp::create(b, loc, i, steps[d]);
+    ivs[d] = arith::AddIOp::create(b, loc, lbs[d], scaled);
+  }
+  return ivs;
+}
+
+/// Replaces `par` (no reductions) by `scf.for %l = start to N step step`
+/// over its linearized iteration space: with the thread index and the block
+/// size, the block's threads share the iterations; with 0 and 1, one thread
+/// runs them all.
+LogicalResult parallelToStridedLoop(RewriterBase &rewriter, scf::ParallelOp par,
+                                    Value start, Value step) {
+  if (!par.getInitVals().empty())
+    return par.emitOpError("with reductions cannot be spread over threads");
+  Location loc = par.getLoc();
+  rewriter.setInsertionPoint(par);
+  SmallVector<Value> counts;
+  for (auto [lb, ub, s] :
+       llvm::zip(par.getLowerBound(), par.getUpperBound(), par.getStep()))
+    counts.push_back(tripCount(rewriter, loc, lb, ub, s));
+  Value total = product(rewriter, loc, counts);
+  auto loop = scf::ForOp::create(rewriter, loc, start, total, step);
+  rewriter.setInsertionPointToStart(loop.getBody());
+  SmallVector<Value> lbs(par.getLowerBound()), steps(par.getStep());
+  SmallVector<Value> ivs =
+      delinearize(rewriter, loc, loop.getInductionVar(), counts, lbs, steps);
+  Block *body = par.getBody();
+  rewriter.eraseOp(body->getTerminator());
+  rewriter.inlineBlockBefore(body, loop.getBody()->getTerminator(), ivs);
+  rewriter.eraseOp(par);
+  return success();
+}
+
+/// In a reduction loop that reads and writes one element of a buffer
+/// (`acc[i, j] += ...` of a lowered contraction), keeps that element in a
+/// register: one load before the loop, one store after it. Applies while
+/// such a pair exists: the element's indices are loop-invariant, the load
+/// comes first, nothing else in the loop touches that buffer value, and the
+/// loop's other writes are such stores too.
+scf::ForOp promoteAccumulators(RewriterBase &rewriter, scf::ForOp loop) {
+  while (true) {
+    memref::LoadOp load;
+    memref::StoreOp store;
+    // Every write of the loop must be such a store, one per buffer value
+    // (several accumulators: a loss's running sum and its picked logit).
+    bool otherWrites = false;
+    loop.getBody()->walk([&](Operation *op) {
+      auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+      if (effects && effects.hasEffect<MemoryEffects::Write>() &&
+          !(isa<memref::StoreOp>(op) && op->getBlock() == loop.getBody()))
+        otherWrites = true;
+    });
+    if (otherWrites)
+      return loop;
+    for (Operation &op : loop.getBody()->without_terminator()) {
+      auto candidate = dyn_cast<memref::StoreOp>(&op);
+      if (!candidate)
+        continue;
+      Value mem = candidate.getMemRef();
+      if (!llvm::all_of(candidate.getIndices(), [&](Value v) {
+            return loop.isDefinedOutsideOfLoop(v);
+          }))
+        continue;
+      memref::LoadOp reader;
+      int64_t uses = 0;
+      loop.getBody()->walk([&](Operation *user) {
+        if (!llvm::is_contained(user->getOperands(), mem))
+          return;
+        ++uses;
+        if (auto l = dyn_cast<memref::LoadOp>(user))
+          if (l->getBlock() == loop.getBody() &&
+              l.getIndices() == candidate.getIndices() &&
+              l->isBeforeInBlock(candidate))
+            reader = l;
+      });
+      if (reader && uses == 2 && loop.isDefinedOutsideOfLoop(mem)) {
+        load = reader;
+        store = candidate;
+        break;
+      }
+    }
+    if (!store)
+      return loop;
+
+    Location loc = loop.getLoc();
+    rewriter.setInsertionPoint(loop);
+    Value init = memref::LoadOp::create(rewriter, loc, store.getMemRef(),
+                                        store.getIndices());
+    SmallVector<Value> inits(loop.getInitArgs());
+    inits.push_back(init);
+    auto promoted =
+        scf::ForOp::create(rewriter, loc, loop.getLowerBound(),
+                           loop.getUpperBound(), loop.getStep(), inits);
+    Block *body = promoted.getBody();
+    SmallVector<Value> args(body->getArguments().drop_back());
+    Value accumulator = body->getArguments().back();
+    if (!body->empty())
+      rewriter.eraseOp(body->getTerminator());
+    rewriter.mergeBlocks(loop.getBody(), body, args);
+    rewriter.replaceOp(load, accumulator);
+    auto yield = cast<scf::YieldOp>(body->getTerminator());
+    SmallVector<Value> yielded(yield.getOperands());
+    yielded.push_back(store.getValueToStore());
+    rewriter.setInsertionPoint(yield);
+    scf::YieldOp::create(rewriter, yield.getLoc(), yielded);
+    rewriter.eraseOp(yield);
+    rewriter.setInsertionPointAfter(promoted);
+    memref::StoreOp::create(rewriter, loc, promoted.getResults().back(),
+                            store.getMemRef(), store.getIndices());
+    rewriter.eraseOp(store);
+    rewriter.replaceOp(loop, promoted.getResults().drop_back());
+    loop = promoted;
+  }
+}
+
+/// Bytes of one element of a tile buffer, or 0 if unknown.
+int64_t elementBytes(Type type) {
+  if (type.isIndex())
+    return 8;
+  if (type.isIntOrFloat())
+    return llvm::divideCeil(type.getIntOrFloatBitWidth(), 8);
+  return 0;
+}
+
+/// The first source line among `loc`'s parts, or 0.
+unsigned sourceLine(Location loc) {
+  unsigned line = 0;
+  loc->walk([&](Location part) {
+    if (auto file = dyn_cast<FileLineColLoc>(part)) {
+      line = file.getLine();
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return line;
+}
+
+struct MoEMapForallToGPUPass
+    : public moe::impl::MoEMapForallToGPUBase<MoEMapForallToGPUPass> {
+  using Base::Base;
+  void runOnOperation() override;
+
+private:
+  /// Names the kernel that `launch` becomes: `<function>_<what>_l<line>_<n>`,
+  /// so that a profile by kernel name says what each one computes.
+  void nameKernel(gpu::LaunchOp launch, StringRef what, Location loc);
+  LogicalResult mapHostOp(IRRewriter &rewriter, linalg::LinalgOp op);
+  int64_t kernels = 0;
+
+  LogicalResult mapForall(IRRewriter &rewriter, scf::ForallOp forall);
+  LogicalResult placeTiles(IRRewriter &rewriter, gpu::LaunchOp launch,
+                           Value gridSize);
+  LogicalResult guardScalarWrites(IRRewriter &rewriter, gpu::LaunchOp launch);
+  LogicalResult spreadOverThreads(IRRewriter &rewriter, linalg::LinalgOp op,
+                                  Value tid, Value threads,
+                                  bool barrier = true);
+};
+
+} // namespace
+
+/// The body's static tile buffers -> views of the block's dynamic shared
+/// memory (or of a global scratch buffer with one slice per block).
+LogicalResult MoEMapForallToGPUPass::placeTiles(IRRewriter &rewriter,
+                                                gpu::LaunchOp launch,
+                                                Value gridSize) {
+  SmallVector<memref::AllocOp> allocs;
+  launch.getBody().walk(
+      [&](memref::AllocOp alloc) { allocs.push_back(alloc); });
+  if (allocs.empty())
+    return success();
+  SmallVector<int64_t> offsets;
+  int64_t total = 0;
+  for (memref::AllocOp alloc : allocs) {
+    MemRefType type = alloc.getType();
+    int64_t bytes = elementBytes(type.getElementType());
+    if (!type.hasStaticShape() || !type.getLayout().isIdentity() || !bytes)
+      return alloc.emitOpError("in a GPU tile program needs a static shape, "
+                               "an identity layout and a scalar element "
+                               "type, got ")
+             << type;
+    total = llvm::alignTo(total, 16);
+    offsets.push_back(total);
+    total += bytes * type.getNumElements();
+  }
+  total = llvm::alignTo(total, 16);
+
+  Location loc = launch.getLoc();
+  Block &body = launch.getBody().front();
+  Type i8 = rewriter.getI8Type();
+  Value base, blockOffset;
+  if (total <= sharedMemoryBytes) {
+    rewriter.setInsertionPointToStart(&body);
+    auto space = gpu::AddressSpaceAttr::get(rewriter.getContext(),
+                                            gpu::AddressSpace::Workgroup);
+    base = gpu::DynamicSharedMemoryOp::create(
+        rewriter, loc,
+        MemRefType::get({ShapedType::kDynamic}, i8, MemRefLayoutAttrInterface(),
+                        space));
+    blockOffset = indexConstant(rewriter, loc, 0);
+    rewriter.setInsertionPoint(launch);
+    launch.getDynamicSharedMemorySizeMutable().assign(
+        arith::ConstantIntOp::create(rewriter, loc, total, 32).getResult());
+  } else {
+    // One slice of `total` bytes per block, in device memory.
+    rewriter.setInsertionPoint(launch);
+    Value bytes = arith::MulIOp::create(rewriter, loc, gridSize,
+                                        indexConstant(rewriter, loc, total));
+    Type tokenType = gpu::AsyncTokenType::get(rewriter.getContext());
+    auto scratch = gpu::AllocOp::create(
+        rewriter, loc, MemRefType::get({ShapedType::kDynamic}, i8), tokenType,
+        ValueRange(), ValueRange{bytes}, ValueRange(), /*hostShared=*/false);
+    gpu::WaitOp::create(rewriter, loc, Type(),
+                        ValueRange{scratch.getAsyncToken()});
+    base = scratch.getMemref();
+    rewriter.setInsertionPointAfter(launch);
+    Value start = gpu::WaitOp::create(rewriter, loc, tokenType, ValueRange())
+                      .getAsyncToken();
+    Value done = gpu::DeallocOp::create(rewriter, loc, tokenType,
+                                        ValueRange{start}, base)
+                     .getAsyncToken();
+    gpu::WaitOp::create(rewriter, loc, Type(), ValueRange{done});
+    rewriter.setInsertionPointToStart(&body);
+    blockOffset = arith::MulIOp::create(rewriter, loc, launch.getBlockIds().x,
+                                        indexConstant(rewriter, loc, total));
+  }
+
+  for (auto [alloc, offset] : llvm::zip(allocs, offsets)) {
+    rewriter.setInsertionPoint(alloc);
+    Location allocLoc = alloc.getLoc();
+    MemRefType type = alloc.getType();
+    auto baseType = cast<MemRefType>(base.getType());
+    Value shift =
+        arith::AddIOp::create(rewriter, allocLoc, blockOffset,
+                              indexConstant(rewriter, allocLoc, offset));
+    Value view = memref::ViewOp::create(
+        rewriter, allocLoc,
+        MemRefType::get(type.getShape(), type.getElementType(),
+                        MemRefLayoutAttrInterface(), baseType.getMemorySpace()),
+        base, shift, ValueRange());
+    if (baseType.getMemorySpace())
+      view = memref::MemorySpaceCastOp::create(rewriter, allocLoc, type, view);
+    for (Operation *user : llvm::make_early_inc_range(alloc->getUsers()))
+      if (isa<memref::DeallocOp>(user))
+        rewriter.eraseOp(user);
+    rewriter.replaceOp(alloc, view);
+  }
+  return success();
+}
+
+/// Scalar writes of the tile program (outside structured ops) run on thread
+/// 0; a barrier after each makes them visible to the block.
+LogicalResult MoEMapForallToGPUPass::guardScalarWrites(IRRewriter &rewriter,
+                                                       gpu::LaunchOp launch) {
+  SmallVector<Operation *> writes;
+  WalkResult result = launch.getBody().walk([&](Operation *op) {
+    if (isa<linalg::LinalgOp>(op))
+      return WalkResult::skip();
+    if (isa<memref::StoreOp, vector::StoreOp, vector::TransferWriteOp>(op)) {
+      writes.push_back(op);
+      return WalkResult::advance();
+    }
+    if (isa<memref::AllocOp, memref::AllocaOp, memref::DeallocOp,
+            gpu::BarrierOp>(op))
+      return WalkResult::advance();
+    auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+    if ((effects && effects.hasEffect<MemoryEffects::Write>()) ||
+        (!effects && !op->hasTrait<OpTrait::HasRecursiveMemoryEffects>() &&
+         op->getNumRegions() == 0 && !isPure(op))) {
+      op->emitOpError("writes memory in a GPU tile program in a way that "
+                      "cannot be given to one thread");
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  if (result.wasInterrupted())
+    return failure();
+  Value tid = launch.getThreadIds().x;
+  for (Operation *op : writes) {
+    Location loc = op->getLoc();
+    rewriter.setInsertionPoint(op);
+    Value first = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
+                                        tid, indexConstant(rewriter, loc, 0));
+    auto guard = scf::IfOp::create(rewriter, loc, first, /*withElse=*/false);
+    rewriter.moveOpBefore(op, guard.thenBlock()->getTerminator());
+    rewriter.setInsertionPointAfter(guard);
+    gpu::BarrierOp::create(rewriter, loc);
+  }
+  return success();
+}
+
+/// One structured op of a tile program -> a loop over its parallel
+/// iterations that the block's threads share, then a barrier.
+LogicalResult MoEMapForallToGPUPass::spreadOverThreads(IRRewriter &rewriter,
+                                                       linalg::LinalgOp op,
+                                                       Value tid, Value threads,
+                                                       bool barrier) {
+  Location loc = op.getLoc();
+  if (op.getNumParallelLoops() == 0) {
+    rewriter.setInsertionPoint(op);
+    Value first = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
+                                        tid, indexConstant(rewriter, loc, 0));
+    auto guard = scf::IfOp::create(rewriter, loc, first, /*withElse=*/false);
+    rewriter.moveOpBefore(op, guard.thenBlock()->getTerminator());
+    rewriter.setInsertionPointAfter(guard);
+    gpu::BarrierOp::create(rewriter, loc);
+    return success();
+  }
+  // Parallel dimensions first, so that one scf.parallel holds them all and
+  // the reductions are sequential loops inside it.
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  if (!std::is_partitioned(iterators.begin(), iterators.end(),
+                           linalg::isParallelIterator)) {
+    rewriter.setInsertionPoint(op);
+    auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+    if (!generic) {
+      FailureOr<linalg::GenericOp> generalized =
+          linalg::generalizeNamedOp(rewriter, op);
+      if (failed(generalized))
+        return op.emitOpError("cannot be generalized for the GPU");
+      generic = *generalized;
+    }
+    SmallVector<unsigned> order;
+    for (auto [i, it] : llvm::enumerate(iterators))
+      if (linalg::isParallelIterator(it))
+        order.push_back(i);
+    for (auto [i, it] : llvm::enumerate(iterators))
+      if (!linalg::isParallelIterator(it))
+        order.push_back(i);
+    FailureOr<linalg::GenericOp> interchanged =
+        linalg::interchangeGenericOp(rewriter, generic, order);
+    if (failed(interchanged))
+      return generic.emitOpError("cannot be interchanged for the GPU");
+    op = cast<linalg::LinalgOp>(interchanged->getOperation());
+  }
+  rewriter.setInsertionPoint(op);
+  FailureOr<linalg::LinalgLoops> loops =
+      linalg::linalgOpToParallelLoops(rewriter, op);
+  if (failed(loops) || loops->empty())
+    return op.emitOpError("cannot be lowered to parallel loops for the GPU");
+  auto outer = dyn_cast<scf::ParallelOp>(loops->front());
+  if (!outer)
+    return op.emitOpError("has no outer parallel loop to spread over threads");
+  rewriter.eraseOp(op);
+  // The loops index through `affine.apply (d0) -> (d0)`: use the index
+  // itself, so that a load and a store of one element have equal indices.
+  SmallVector<affine::AffineApplyOp> applies;
+  outer->walk([&](affine::AffineApplyOp apply) {
+    AffineMap map = apply.getAffineMap();
+    if (map.getNumResults() == 1 && map.getNumInputs() == 1 &&
+        (map.getResult(0) == rewriter.getAffineDimExpr(0) ||
+         map.getResult(0) == rewriter.getAffineSymbolExpr(0)))
+      applies.push_back(apply);
+  });
+  for (affine::AffineApplyOp apply : applies)
+    rewriter.replaceOp(apply, apply.getMapOperands().front());
+  // Reduction loops, innermost first, accumulate in registers.
+  SmallVector<scf::ForOp> reductions;
+  outer->walk([&](scf::ForOp loop) { reductions.push_back(loop); });
+  for (scf::ForOp loop : reductions)
+    promoteAccumulators(rewriter, loop);
+  Operation *after = outer->getNextNode();
+  if (failed(parallelToStridedLoop(rewriter, outer, tid, threads)))
+    return failure();
+  if (barrier) {
+    rewriter.setInsertionPoint(after);
+    gpu::BarrierOp::create(rewriter, loc);
+  }
+  return success();
+}
+
+void MoEMapForallToGPUPass::nameKernel(gpu::LaunchOp launch, StringRef what,
+                                       Location loc) {
+  std::string name = (getOperation().getSymName() + "_" + what + "_l" +
+                      Twine(sourceLine(loc)) + "_" + Twine(kernels++))
+                         .str();
+  MLIRContext *ctx = launch.getContext();
+  launch.setModuleAttr(FlatSymbolRefAttr::get(ctx, name));
+  launch.setFunctionAttr(FlatSymbolRefAttr::get(ctx, name));
+}
+
+/// A structured op of the host code -> a kernel whose threads share its
+/// parallel iterations (a grid-stride loop), or one thread for an op
+/// without parallel dimensions (a whole-tensor sum).
+LogicalResult MoEMapForallToGPUPass::mapHostOp(IRRewriter &rewriter,
+                                               linalg::LinalgOp op) {
+  Location loc = op.getLoc();
+  rewriter.setInsertionPoint(op);
+  Value one = indexConstant(rewriter, loc, 1);
+  Value threads = one, grid = one;
+  if (op.getNumParallelLoops() > 0) {
+    // Enough blocks for one iteration per thread, at most 2^20 of them.
+    SmallVector<Range> ranges = op.createLoopRanges(rewriter, loc);
+    SmallVector<Value> counts;
+    for (auto [range, it] : llvm::zip(ranges, op.getIteratorTypesArray()))
+      if (linalg::isParallelIterator(it))
+        counts.push_back(tripCount(
+            rewriter, loc,
+            getValueOrCreateConstantIndexOp(rewriter, loc, range.offset),
+            getValueOrCreateConstantIndexOp(rewriter, loc, range.size),
+            getValueOrCreateConstantIndexOp(rewriter, loc, range.stride)));
+    threads = indexConstant(rewriter, loc, blockSize);
+    Value blocks = arith::CeilDivUIOp::create(
+        rewriter, loc, product(rewriter, loc, counts), threads);
+    blocks = arith::MinUIOp::create(rewriter, loc, blocks,
+                                    indexConstant(rewriter, loc, 1 << 20));
+    grid = arith::MaxUIOp::create(rewriter, loc, blocks, one);
+  }
+  auto launch =
+      gpu::LaunchOp::create(rewriter, loc, grid, one, one, threads, one, one);
+  nameKernel(launch, op->getName().stripDialect().str(), loc);
+  Block &body = launch.getBody().front();
+  rewriter.setInsertionPointToEnd(&body);
+  auto terminator = gpu::TerminatorOp::create(rewriter, loc);
+  rewriter.moveOpBefore(op, terminator);
+  if (op.getNumParallelLoops() == 0)
+    return success(); // one thread: lowered to loops later
+  rewriter.setInsertionPoint(op);
+  Value start = arith::AddIOp::create(
+      rewriter, loc,
+      arith::MulIOp::create(rewriter, loc, launch.getBlockIds().x,
+                            launch.getBlockSize().x),
+      launch.getThreadIds().x);
+  Value step = arith::MulIOp::create(rewriter, loc, launch.getGridSize().x,
+                                     launch.getBlockSize().x);
+  if (failed(spreadOverThreads(rewriter, op, start, step,
+                               /*barrier=*/false)))
+    return failure();
+  // Parallel loops nested in the op's loops run on their thread.
+  SmallVector<scf::ParallelOp> inner;
+  launch.getBody().walk([&](scf::ParallelOp par) { inner.push_back(par); });
+  for (scf::ParallelOp par : inner) {
+    rewriter.setInsertionPoint(par);
+    if (failed(parallelToStridedLoop(rewriter, par,
+                                     indexConstant(rewriter, loc, 0),
+                                     indexConstant(rewriter, loc, 1))))
+      return failure();
+  }
+  return success();
+}
+
+LogicalResult MoEMapForallToGPUPass::mapForall(IRRewriter &rewriter,
+                                               scf::ForallOp forall) {
+  Location loc = forall.getLoc();
+  if (forall.getNumResults() != 0)
+    return forall.emitOpError("must be bufferized before GPU mapping");
+  bool nested = false, tileProgram = false;
+  forall.getBody()->walk([&](Operation *op) {
+    nested |= isa<scf::ForallOp>(op);
+    tileProgram |= isa<linalg::LinalgOp>(op);
+  });
+  if (nested)
+    return forall.emitOpError(
+        "holds another scf.forall, which the GPU mapping does not take");
+
+  rewriter.setInsertionPoint(forall);
+  SmallVector<Value> lbs, ubs, steps, counts;
+  for (OpFoldResult ofr : forall.getMixedLowerBound())
+    lbs.push_back(getValueOrCreateConstantIndexOp(rewriter, loc, ofr));
+  for (OpFoldResult ofr : forall.getMixedUpperBound())
+    ubs.push_back(getValueOrCreateConstantIndexOp(rewriter, loc, ofr));
+  for (OpFoldResult ofr : forall.getMixedStep())
+    steps.push_back(getValueOrCreateConstantIndexOp(rewriter, loc, ofr));
+  for (auto [lb, ub, step] : llvm::zip(lbs, ubs, steps))
+    counts.push_back(tripCount(rewriter, loc, lb, ub, step));
+  Value total = product(rewriter, loc, counts);
+  Value one = indexConstant(rewriter, loc, 1);
+  Value threads = indexConstant(rewriter, loc, blockSize);
+  Value grid = tileProgram
+                   ? total
+                   : arith::CeilDivUIOp::create(rewriter, loc, total, threads)
+                         .getResult();
+  auto launch =
+      gpu::LaunchOp::create(rewriter, loc, grid, one, one, threads, one, one);
+  nameKernel(launch, tileProgram ? "tiles" : "elements", loc);
+  Block &body = launch.getBody().front();
+  rewriter.setInsertionPointToEnd(&body);
+  auto terminator = gpu::TerminatorOp::create(rewriter, loc);
+  rewriter.setInsertionPoint(terminator);
+  Value bid = launch.getBlockIds().x;
+  Value tid = launch.getThreadIds().x;
+  Value blockDim = launch.getBlockSize().x;
+
+  Block *forallBody = forall.getBody();
+  rewriter.eraseOp(forallBody->getTerminator());
+  if (tileProgram) {
+    SmallVector<Value> ivs =
+        delinearize(rewriter, loc, bid, counts, lbs, steps);
+    rewriter.inlineBlockBefore(forallBody, terminator, ivs);
+  } else {
+    Value linear = arith::AddIOp::create(
+        rewriter, loc, arith::MulIOp::create(rewriter, loc, bid, blockDim),
+        tid);
+    Value inRange = arith::CmpIOp::create(
+        rewriter, loc, arith::CmpIPredicate::ult, linear, total);
+    auto guard = scf::IfOp::create(rewriter, loc, inRange, /*withElse=*/false);
+    rewriter.setInsertionPoint(guard.thenBlock()->getTerminator());
+    SmallVector<Value> ivs =
+        delinearize(rewriter, loc, linear, counts, lbs, steps);
+    rewriter.inlineBlockBefore(forallBody, guard.thenBlock()->getTerminator(),
+                               ivs);
+  }
+  rewriter.eraseOp(forall);
+
+  if (!tileProgram) {
+    // Each thread is one iteration: its tiles are its own.
+    SmallVector<memref::AllocOp> allocs;
+    launch.getBody().walk(
+        [&](memref::AllocOp alloc) { allocs.push_back(alloc); });
+    for (memref::AllocOp alloc : allocs) {
+      if (!alloc.getType().hasStaticShape())
+        return alloc.emitOpError("in a GPU element program needs a static "
+                                 "shape, got ")
+               << alloc.getType();
+      for (Operation *user : llvm::make_early_inc_range(alloc->getUsers()))
+        if (isa<memref::DeallocOp>(user))
+          rewriter.eraseOp(user);
+      rewriter.setInsertionPoint(alloc);
+      rewriter.replaceOpWithNewOp<memref::AllocaOp>(alloc, alloc.getType());
+    }
+    return success();
+  }
+
+  if (failed(placeTiles(rewriter, launch, grid)) ||
+      failed(guardScalarWrites(rewriter, launch)))
+    return failure();
+  SmallVector<linalg::LinalgOp> ops;
+  launch.getBody().walk([&](linalg::LinalgOp op) {
+    ops.push_back(op);
+    return WalkResult::skip();
+  });
+  for (linalg::LinalgOp op : ops)
+    if (failed(spreadOverThreads(rewriter, op, tid, blockDim)))
+      return failure();
+  // Parallel loops nested in a spread op's loops run on their thread.
+  SmallVector<scf::ParallelOp> inner;
+  launch.getBody().walk([&](scf::ParallelOp par) { inner.push_back(par); });
+  Value zero;
+  for (scf::ParallelOp par : inner) {
+    rewriter.setInsertionPointToStart(&body);
+    zero = indexConstant(rewriter, loc, 0);
+    Value step = indexConstant(rewriter, loc, 1);
+    if (failed(parallelToStridedLoop(rewriter, par, zero, step)))
+      return failure();
+  }
+  return success();
+}
+
+void MoEMapForallToGPUPass::runOnOperation() {
+  if (blockSize < 32 || blockSize > 1024 || blockSize % 32) {
+    getOperation().emitError("-moe-map-forall-to-gpu: block-size must be a "
+                             "multiple of 32 in [32, 1024], got ")
+        << blockSize;
+    return signalPassFailure();
+  }
+  SmallVector<scf::ForallOp> foralls;
+  getOperation().walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (isa<gpu::LaunchOp>(op))
+      return WalkResult::skip();
+    if (auto forall = dyn_cast<scf::ForallOp>(op)) {
+      foralls.push_back(forall);
+      return WalkResult::skip();
+    }
+    return WalkResult::advance();
+  });
+  IRRewriter rewriter(&getContext());
+  for (scf::ForallOp forall : foralls)
+    if (failed(mapForall(rewriter, forall)))
+      return signalPassFailure();
+  // The structured ops left on the host (projections, norms, ...).
+  SmallVector<linalg::LinalgOp> hostOps;
+  getOperation().walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (isa<gpu::LaunchOp>(op))
+      return WalkResult::skip();
+    if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
+      if (linalgOp.hasPureBufferSemantics())
+        hostOps.push_back(linalgOp);
+      return WalkResult::skip();
+    }
+    return WalkResult::advance();
+  });
+  for (linalg::LinalgOp op : hostOps)
+    if (failed(mapHostOp(rewriter, op)))
+      return signalPassFailure();
+}

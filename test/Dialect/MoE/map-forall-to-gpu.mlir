@@ -1,0 +1,167 @@
+// RUN: moe-opt %s -split-input-file -moe-map-forall-to-gpu -verify-diagnostics | FileCheck %s
+
+// A tile program: one block per iteration, 256 threads. Its tile buffers
+// are views of the dynamic shared memory (8 + 16x8 f32 = 544 bytes); each
+// structured op is a loop over its parallel iterations starting at the
+// thread index with the block size as step, followed by a barrier; the
+// contraction accumulates in a register (iter_args), loading and storing
+// its output element once.
+
+// CHECK-LABEL: func.func @tile_program(
+// CHECK:         gpu.launch blocks(%[[BX:.+]], %{{.+}}, %{{.+}}) in (%{{.+}} = %[[N:[^,]+]], {{.*}} threads(%[[TX:.+]], %{{.+}}, %{{.+}}) in (%[[BDX:[^ ]+]] = %c256{{.*}} dynamic_shared_memory_size %c544_i32
+// CHECK-SAME:    module(@tile_program_tiles_l{{[0-9]+}}_0) function(@tile_program_tiles_l{{[0-9]+}}_0)
+// CHECK:           %[[SMEM:.+]] = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+// CHECK:           %[[VIEW:.+]] = memref.view %[[SMEM]][%{{.+}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<16x8xf32, #gpu.address_space<workgroup>>
+// CHECK:           %[[TILE:.+]] = memref.memory_space_cast %[[VIEW]] : {{.*}} to memref<16x8xf32>
+// CHECK:           scf.for %{{.+}} = %[[TX]] to %{{.+}} step %[[BDX]] {
+// CHECK:             memref.store %{{.+}}, %[[TILE]]
+// CHECK:           gpu.barrier
+// CHECK:           scf.for %[[L:.+]] = %[[TX]] to %{{.+}} step %[[BDX]] {
+// CHECK:             %[[INIT:.+]] = memref.load %[[TILE]][%[[I:.+]], %[[J:.+]]] : memref<16x8xf32>
+// CHECK:             %[[SUM:.+]] = scf.for %{{.+}} = %{{.+}} to %{{.+}} step %{{.+}} iter_args(%[[ACC:.+]] = %[[INIT]]) -> (f32) {
+// CHECK-NOT:           memref.store
+// CHECK:               scf.yield
+// CHECK:             memref.store %[[SUM]], %[[TILE]][%[[I]], %[[J]]]
+// CHECK:           gpu.barrier
+// CHECK:           scf.for %{{.+}} = %[[TX]] to %{{.+}} step %[[BDX]] {
+// CHECK:           gpu.barrier
+// A scalar write outside structured ops runs on thread 0.
+// CHECK:           %[[FIRST:.+]] = arith.cmpi eq, %[[TX]], %c0
+// CHECK:           scf.if %[[FIRST]] {
+// CHECK-NEXT:        memref.store
+// CHECK-NEXT:      }
+// CHECK-NEXT:      gpu.barrier
+// CHECK-NOT:       memref.alloc
+// CHECK-NOT:       memref.dealloc
+// CHECK:           gpu.terminator
+// CHECK-NOT:   scf.forall
+func.func @tile_program(%x: memref<?x16xf32>, %w: memref<16x8xf32>,
+                        %out: memref<?x8xf32>, %count: memref<?xf32>, %n: index) {
+  %zero = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  scf.forall (%i) in (%n) {
+    %rows = memref.subview %x[%i, 0] [1, 16] [1, 1] : memref<?x16xf32> to memref<1x16xf32, strided<[16, 1], offset: ?>>
+    %norm = memref.alloc() : memref<8xf32>
+    %tile = memref.alloc() : memref<16x8xf32>
+    linalg.fill ins(%zero : f32) outs(%tile : memref<16x8xf32>)
+    linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]}
+        ins(%w, %w : memref<16x8xf32>, memref<16x8xf32>) outs(%tile : memref<16x8xf32>) {
+    ^bb0(%a: f32, %b: f32, %acc: f32):
+      %p = arith.mulf %a, %b : f32
+      %s = arith.addf %acc, %p : f32
+      linalg.yield %s : f32
+    }
+    %dst = memref.subview %out[%i, 0] [1, 8] [1, 1] : memref<?x8xf32> to memref<1x8xf32, strided<[8, 1], offset: ?>>
+    %src = memref.subview %tile[0, 0] [1, 8] [1, 1] : memref<16x8xf32> to memref<1x8xf32, strided<[8, 1]>>
+    linalg.copy ins(%src : memref<1x8xf32, strided<[8, 1]>>) outs(%dst : memref<1x8xf32, strided<[8, 1], offset: ?>>)
+    memref.store %one, %count[%i] : memref<?xf32>
+    memref.dealloc %tile : memref<16x8xf32>
+    memref.dealloc %norm : memref<8xf32>
+  }
+  return
+}
+
+// -----
+
+// An element program: one thread per iteration, the last block guarded;
+// its buffers are thread-private.
+
+// CHECK-LABEL: func.func @element_program(
+// CHECK:         %[[BLOCKS:.+]] = arith.ceildivui %{{.+}}, %c256
+// CHECK:         gpu.launch blocks(%[[BX:.+]], %{{.+}}, %{{.+}}) in (%{{.+}} = %[[BLOCKS]], {{.*}} threads(%[[TX:.+]], %{{.+}}, %{{.+}}) in (%[[BDX:[^ ]+]] = %c256
+// CHECK-SAME:    function(@element_program_elements_l{{[0-9]+}}_0)
+// CHECK:           %[[BASE:.+]] = arith.muli %[[BX]], %[[BDX]]
+// CHECK:           %[[LIN:.+]] = arith.addi %[[BASE]], %[[TX]]
+// CHECK:           %[[IN:.+]] = arith.cmpi ult, %[[LIN]], %{{.+}}
+// CHECK:           scf.if %[[IN]] {
+// CHECK:             memref.alloca() : memref<1xi64>
+// CHECK-NOT:     scf.forall
+func.func @element_program(%idx: memref<?xi64>, %out: memref<?xi64>, %n: index) {
+  %c0 = arith.constant 0 : index
+  scf.forall (%i) in (%n) {
+    %v = memref.load %idx[%i] : memref<?xi64>
+    %at = arith.index_cast %v : i64 to index
+    %ii = arith.index_cast %i : index to i64
+    %cell = memref.alloc() : memref<1xi64>
+    memref.store %ii, %cell[%c0] : memref<1xi64>
+    %dst = memref.subview %out[%at] [1] [1] : memref<?xi64> to memref<1xi64, strided<[1], offset: ?>>
+    memref.copy %cell, %dst : memref<1xi64> to memref<1xi64, strided<[1], offset: ?>>
+    memref.dealloc %cell : memref<1xi64>
+  }
+  return
+}
+
+// -----
+
+// A host structured op: a grid-stride loop over its parallel iterations;
+// one without parallel dimensions runs on one thread.
+
+// CHECK-LABEL: func.func @host_ops(
+// CHECK:         gpu.launch {{.*}} threads(%[[TX:.+]], %{{.+}}, %{{.+}}) in (%[[BDX:[^ ]+]] = %c256
+// CHECK-SAME:    function(@host_ops_generic_l{{[0-9]+}}_0)
+// CHECK:           %[[START:.+]] = arith.addi %{{.+}}, %[[TX]]
+// CHECK:           %[[STEP:.+]] = arith.muli %{{.+}}, %[[BDX]]
+// CHECK:           scf.for %{{.+}} = %[[START]] to %{{.+}} step %[[STEP]] {
+// CHECK-NOT:       gpu.barrier
+// CHECK:         gpu.launch blocks({{.*}}) in (%{{.+}} = %c1{{.*}}, %{{.+}} = %c1{{.*}}, %{{.+}} = %c1{{.*}}) threads({{.*}}) in (%{{.+}} = %c1{{.*}}, %{{.+}} = %c1{{.*}}, %{{.+}} = %c1
+// CHECK-SAME:    function(@host_ops_generic_l{{[0-9]+}}_1)
+// CHECK:           linalg.generic
+func.func @host_ops(%x: memref<?x64xf32>, %rows: memref<?xf32>, %total: memref<f32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<?x64xf32>) outs(%rows : memref<?xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %s = arith.addf %acc, %a : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>], iterator_types = ["reduction"]}
+      ins(%rows : memref<?xf32>) outs(%total : memref<f32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %s = arith.addf %acc, %a : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// Tiles beyond the shared-memory budget: one global scratch slice per block.
+
+// CHECK-LABEL: func.func @global_scratch(
+// CHECK:         %[[BYTES:.+]] = arith.muli %{{.+}}, %c262144
+// CHECK:         %[[SCRATCH:.+]], %[[TOKEN:.+]] = gpu.alloc async (%[[BYTES]]) : memref<?xi8>
+// CHECK:         gpu.wait [%[[TOKEN]]]
+// CHECK:         gpu.launch
+// CHECK:           %[[OFFSET:.+]] = arith.muli %{{.+}}, %c262144
+// CHECK:           memref.view %[[SCRATCH]][%{{.+}}][] : memref<?xi8> to memref<65536xf32>
+// CHECK:         gpu.dealloc async
+func.func @global_scratch(%x: memref<?x65536xf32>, %n: index) attributes {} {
+  scf.forall (%i) in (%n) {
+    %tile = memref.alloc() : memref<65536xf32>
+    %row = memref.subview %x[%i, 0] [1, 65536] [1, 1] : memref<?x65536xf32> to memref<65536xf32, strided<[1], offset: ?>>
+    linalg.copy ins(%row : memref<65536xf32, strided<[1], offset: ?>>) outs(%tile : memref<65536xf32>)
+    memref.dealloc %tile : memref<65536xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @nested(%n: index) {
+  // expected-error @+1 {{'scf.forall' op holds another scf.forall, which the GPU mapping does not take}}
+  scf.forall (%i) in (%n) {
+    scf.forall (%j) in (%n) {
+    }
+  }
+  return
+}
+
+// -----
+
+func.func @dynamic_tile(%x: memref<?xf32>, %n: index) {
+  scf.forall (%i) in (%n) {
+    // expected-error @+1 {{'memref.alloc' op in a GPU tile program needs a static shape, an identity layout and a scalar element type, got 'memref<?xf32>'}}
+    %tile = memref.alloc(%n) : memref<?xf32>
+    linalg.copy ins(%x : memref<?xf32>) outs(%tile : memref<?xf32>)
+  }
+  return
+}

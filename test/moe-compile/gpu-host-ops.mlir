@@ -1,0 +1,25 @@
+// moe-lower-to-nvvm runs structured ops outside every scf.forall as GPU
+// kernels (-moe-map-forall-to-gpu): a grid-stride loop over their parallel
+// iterations shared by 256-thread blocks, the reduction a loop inside; no
+// structured op stays on the host.
+// REQUIRES: ptxas
+
+// RUN: moe-opt %s --moe-lower-to-nvvm | FileCheck %s
+
+// CHECK: llvm.func @matmul(
+// CHECK: gpu.launch_func @matmul_fill_l{{[0-9]+}}_0::
+// CHECK: gpu.launch_func @matmul_matmul_l{{[0-9]+}}_1::
+// CHECK: llvm.func @_mlir_ciface_matmul(
+// CHECK: gpu.binary @matmul_fill_{{.*}}.target sm_90
+// CHECK: gpu.binary @matmul_matmul_{{.*}}.target sm_90
+
+func.func @matmul(%a: tensor<?x64xf32>, %b: tensor<64x32xf32>) -> tensor<?x32xf32> {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %m = tensor.dim %a, %c0 : tensor<?x64xf32>
+  %init = tensor.empty(%m) : tensor<?x32xf32>
+  %fill = linalg.fill ins(%zero : f32) outs(%init : tensor<?x32xf32>) -> tensor<?x32xf32>
+  %c = linalg.matmul ins(%a, %b : tensor<?x64xf32>, tensor<64x32xf32>)
+                     outs(%fill : tensor<?x32xf32>) -> tensor<?x32xf32>
+  return %c : tensor<?x32xf32>
+}
