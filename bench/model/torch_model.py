@@ -55,6 +55,7 @@ import math
 import os
 import re
 import sys
+import types
 
 import numpy as np
 import torch
@@ -384,7 +385,8 @@ def matmul_f32(a, b):
             return torch.mm(a, b, out_dtype=torch.float32)
         except (RuntimeError, TypeError):
             pass
-    return (a @ b).float()
+    # The same arithmetic: bf16 values are exact in fp32.
+    return a.float() @ b.float()
 
 
 def glu_act(cfg, a, u):
@@ -679,14 +681,22 @@ def default_fla_dirs():
 def import_fla(directory=None):
     """fla's chunk_kda and friends from its source tree (a directory holding
     the fla package), or from an installed fla; None when not importable.
-    Returns a namespace and a line that says where it came from or why not."""
+    Returns a namespace and a line that says where it came from or why not.
+    From a source tree the package's own __init__ is skipped: it imports
+    fla.layers and fla.models, which need transformers, and the kernels
+    here (fla.ops, fla.modules) need only torch, triton and einops."""
     dirs = [directory] if directory else default_fla_dirs()
-    for d in dirs:
-        if d and os.path.isdir(os.path.join(d, "fla")) and d not in sys.path:
-            sys.path.insert(0, d)
-            break
+    source = next((d for d in dirs if d and os.path.isdir(os.path.join(d, "fla"))), None)
+    if source and "fla" not in sys.modules:
+        package = types.ModuleType("fla")
+        package.__path__ = [os.path.join(source, "fla")]
+        package.__file__ = os.path.join(source, "fla", "__init__.py")
+        with open(package.__file__) as f:
+            version = re.search(r'__version__ = "([^"]+)"', f.read())
+        package.__version__ = version.group(1) if version else "?"
+        sys.modules["fla"] = package
     try:
-        import fla  # noqa: F401
+        import fla
         from fla.modules.convolution import causal_conv1d
         from fla.modules.fused_norm_gate import rms_norm_gated
         from fla.ops.kda import chunk_kda
