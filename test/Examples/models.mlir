@@ -4,15 +4,20 @@
 // copied from the tool.
 
 // A new example must get its own RUN lines here.
-// RUN: ls %moe_src_root/examples/models/*.mlir | count 2
+// RUN: ls %moe_src_root/examples/models/*.mlir | count 3
 
 // RUN: moe-opt %moe_src_root/examples/models/kimi-tiny.mlir | moe-opt -o /dev/null
 // RUN: moe-opt %moe_src_root/examples/models/kimi-tiny.mlir \
 // RUN:   -moe-print-model-summary -o /dev/null | FileCheck %s --check-prefix=TINY
 
-// Both compile to host objects with moe-compile (kimi-tiny's executable is
-// run by test/moe-compile/kimi-tiny.test).
+// RUN: moe-opt %moe_src_root/examples/models/kimi-small.mlir | moe-opt -o /dev/null
+// RUN: moe-opt %moe_src_root/examples/models/kimi-small.mlir \
+// RUN:   -moe-print-model-summary -o /dev/null | FileCheck %s --check-prefix=SMALL
+
+// All three compile to host objects with moe-compile (kimi-tiny's executable
+// is run by test/moe-compile/kimi-tiny.test).
 // RUN: moe-compile %moe_src_root/examples/models/kimi-tiny.mlir --forward-only --emit=obj --opt-level=0 -o %t.tiny.o
+// RUN: moe-compile %moe_src_root/examples/models/kimi-small.mlir --forward-only --emit=obj --opt-level=0 -o %t.small.o
 // RUN: moe-compile %moe_src_root/examples/models/kimi-linear-48b.mlir --forward-only --emit=obj --opt-level=0 -o %t.48b.o
 
 // RUN: moe-opt %moe_src_root/examples/models/kimi-linear-48b.mlir | moe-opt -o /dev/null
@@ -42,6 +47,35 @@
 // TINY-NEXT:   decoder layers: 4 (3 kda_layer, 1 mla_layer)
 // TINY-NEXT:   layer ops: embedding=1 attn_res=9 kda_layer=3 moe_ffn=4 mla_layer=1 lm_head=1
 // TINY-NEXT:   parameters: 7987020 total (7.99M), 3203148 active per token (3.20M)
+
+// kimi-small, d = 1024, vocab 32768, layers (K K K M) x 4, a dense SiTU-GLU
+// FFN in layer 0 and MoE FFNs in layers 1-15, Block AttnRes with blocks of 8
+// sub-layers (ALGORITHMS.md section 7.5, small-1gpu):
+//   embedding, lm_head   2 x 32768 x 1024                             67,108,864
+//   KDA (x12)            q, k, v 3 x 1024 x 1024 = 3,145,728; conv
+//                        3 x 1024 x 4 = 12,288; gate 1024 x 128 + 128 x 1024
+//                        = 262,144; A_log 8; dt_bias 8 x 128 = 1,024; beta
+//                        1024 x 8 = 8,192; output gate 262,144; out_norm 128;
+//                        out 1,048,576                   = 4,740,232    56,882,784
+//   MLA (x4)             q 1024 x 8 x 192 = 1,572,864; kv_down 1024 x 320
+//                        = 327,680; kv_norm 256; kv_up 256 x 8 x 256
+//                        = 524,288; gate 1024 x 1,024 = 1,048,576; out
+//                        1,024 x 1024 = 1,048,576        = 4,522,240    18,088,960
+//   dense FFN (x1)       3 x 1024 x 2816                                 8,650,752
+//   MoE FFN (x15)        routed 3 x 64 x 1024 x 512 = 100,663,296;
+//                        router 64 x 1024 = 65,536; bias 64; shared
+//                        3 x 1024 x 512 = 1,572,864     = 102,301,760 1,534,526,400
+//   AttnRes (x33)        query + key_norm 2 x 1024                          67,584
+//   RMSNorm (x33)        1024                                               33,792
+//   total                                                            1,685,359,136
+// Active: the embedding counts one row (-33,553,408) and each MoE layer's
+// routed experts 8/64 (-15 x 100,663,296 x 56/64 = -1,321,205,760):
+// 330,599,968 (the section's sizing: about 1.7B total, 0.36B active).
+
+// SMALL:      model @kimi_small: vocab_size 32768, hidden_size 1024
+// SMALL-NEXT:   decoder layers: 16 (12 kda_layer, 4 mla_layer)
+// SMALL-NEXT:   layer ops: embedding=1 attn_res=33 kda_layer=12 glu_ffn=1 moe_ffn=15 mla_layer=4 lm_head=1
+// SMALL-NEXT:   parameters: 1685359136 total (1.69B), 330599968 active per token (330.60M)
 
 // kimi-linear-48b, d = 2304, vocab 163840, 20 KDA and 7 MLA layers, a dense
 // FFN in layer 0 and MoE FFNs in layers 1-26, no AttnRes:
