@@ -633,6 +633,28 @@ void MoEMapForallToGPUPass::runOnOperation() {
   for (scf::ForallOp forall : foralls)
     if (failed(mapForall(rewriter, forall)))
       return signalPassFailure();
+  // Copies between the program's buffers (concatenations, slices of the
+  // packed parameters) run on the GPU too: on the host they would pull
+  // host-shared pages back and forth. A copy from a function argument (the
+  // caller's memory, which the GPU may not read) stays on the host.
+  SmallVector<memref::CopyOp> copies;
+  getOperation().walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (isa<gpu::LaunchOp>(op))
+      return WalkResult::skip();
+    if (auto copy = dyn_cast<memref::CopyOp>(op)) {
+      auto arg = dyn_cast<BlockArgument>(copy.getSource());
+      bool fromCaller = arg && arg.getOwner()->isEntryBlock() &&
+                        isa<FunctionOpInterface>(arg.getOwner()->getParentOp());
+      if (!fromCaller)
+        copies.push_back(copy);
+    }
+    return WalkResult::advance();
+  });
+  for (memref::CopyOp copy : copies) {
+    rewriter.setInsertionPoint(copy);
+    rewriter.replaceOpWithNewOp<linalg::CopyOp>(copy, copy.getSource(),
+                                                copy.getTarget());
+  }
   // The structured ops left on the host (projections, norms, ...).
   SmallVector<linalg::LinalgOp> hostOps;
   getOperation().walk<WalkOrder::PreOrder>([&](Operation *op) {
