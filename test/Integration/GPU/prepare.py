@@ -500,6 +500,10 @@ def prepare(args, cases):
         raise PrepareError("no case selected")
     signatures = validate(cases)
     out = os.path.abspath(args.out)
+    if os.path.isdir(out) and os.listdir(out) and \
+            not os.path.exists(os.path.join(out, suite.MANIFEST)):
+        raise PrepareError(f"{out} holds files but no {suite.MANIFEST}: not a suite "
+                           "folder, so it is left alone")
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
     prep = Prepare(out, build)

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 # test/Integration/GPU/run.py - the half of the GPU suite that runs on the GPU
 # machine (scripts/gpu-test.sh run), from the folder that prepare.py wrote
-# (no MLIR needed: python3 with NumPy, g++, the CUDA toolkit's headers and
-# driver stub, and the driver).
+# (no MLIR needed: python3 with NumPy and PyTorch, which bench/common.py
+# imports; g++, the CUDA toolkit's headers and driver stub; the driver).
 #
 # It builds moert's MLIR adapter and links each kernel object into a shared
 # library (bench/lib.sh), then runs every case of the manifest:
@@ -18,8 +18,9 @@
 #   * program cases: the runtime's GPU test programs.
 # It prints one line per case and last `N passed, M failed`; the exit status
 # is 1 if any case failed. A missing file, library or tool fails the cases
-# that need it. With OUT set, OUT/gpu-test.json holds the results, and
-# OUT/failed/ the outputs and logs of the failed cases.
+# that need it. With OUT set, OUT/gpu-test.json holds the results,
+# OUT/failed/ the outputs and logs of the failed cases, OUT/logs/ the
+# workers' stderr.
 #
 # Usage: run.py [--suite DIR] [--only REGEX] [--dry-run] [--deadline S]
 #        run.py worker ...   (internal: one library's kernel cases)
@@ -228,6 +229,10 @@ class Runner:
             os.path.join(self.suite, "run", "failed")
         shutil.rmtree(self.save, ignore_errors=True)
         self.lib_dir = os.path.join(self.suite, "run", "lib")
+        self.log_dir = os.path.join(self.suite, "run", "logs")
+        shutil.rmtree(self.log_dir, ignore_errors=True)
+        os.makedirs(self.log_dir)
+        self.load_seconds = {}
 
     def left(self):
         return self.args.deadline - (time.time() - self.start)
@@ -310,7 +315,7 @@ class Runner:
     def kernel_library(self, name, cases, so, adapter):
         self.current_lib = so
         pending = list(cases)
-        log_path = os.path.join(self.suite, "run", f"worker-{name}.log")
+        log_path = os.path.join(self.log_dir, f"worker-{name}.log")
         while pending:
             if self.out_of_time(pending[0]):
                 pending.pop(0)
@@ -360,13 +365,16 @@ class Runner:
 
     def drive_worker(self, proc, events, pending, log_path):
         """Reads one worker's events; returns the cases it left."""
-        event = self.next_event(events, min(LOAD_TIMEOUT, max(self.left(), 1)))
+        limit = min(LOAD_TIMEOUT * self.args.timeout_scale, max(self.left(), 1))
+        started = time.time()
+        event = self.next_event(events, limit)
         if isinstance(event, dict) and event.get("event") == "loading":
-            event = self.next_event(events, min(LOAD_TIMEOUT, max(self.left(), 1)))
+            event = self.next_event(events, limit - (time.time() - started))
         if not (isinstance(event, dict) and event.get("event") == "loaded"):
             if event == "timeout":
                 self.stop(proc)
-                why = f"loading the library took over {LOAD_TIMEOUT} s"
+                why = (f"loading the library took over {limit:.0f} s" if self.left() > 0 else
+                       f"the suite's time limit ({self.args.deadline:g} s) was reached")
             elif isinstance(event, dict) and event.get("event") == "load_failed":
                 proc.wait()
                 why = f"loading the library failed: {event['error']}"
@@ -378,11 +386,13 @@ class Runner:
             return []
         print(f"loaded {os.path.basename(self.current_lib)} in {event['seconds']:.1f} s",
               flush=True)
+        name = os.path.basename(self.current_lib)
+        self.load_seconds[name] = self.load_seconds.get(name, []) + [round(event["seconds"], 2)]
         for i, case in enumerate(pending):
             limit = min(case["timeout"] * self.args.timeout_scale, max(self.left(), 1))
             started = time.time()
             event = self.next_event(events, limit)
-            if event is None and proc.wait() == 3:
+            if event is None and proc.wait() == 3 and i > 0:
                 # It ended after a failed call (the adapter refuses every
                 # later one): a new worker takes the remaining cases.
                 return pending[i:]
@@ -581,7 +591,10 @@ def main():
         with open(os.path.join(args.out, "gpu-test.json"), "w") as f:
             json.dump({"commit": manifest["commit"], "gpu": gpu_description(),
                        "dry_run": args.dry_run, "seconds": round(time.time() - runner.start, 1),
-                       "passed": passed, "failed": failed, "cases": runner.results}, f, indent=1)
+                       "passed": passed, "failed": failed,
+                       "library_load_seconds": runner.load_seconds,
+                       "cases": runner.results}, f, indent=1)
+        shutil.copytree(runner.log_dir, os.path.join(args.out, "logs"), dirs_exist_ok=True)
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 
