@@ -25,19 +25,33 @@ moe_bench_compile() {
   grep -o 'tiled with.*\|kda tiled.*\|kda GPU kernels.*' "$remarks" || true
 }
 
-# moe_bench_link OUT.o LIB.so: builds moert's MLIR adapter
-# (libmoert_mlir.so, next to LIB.so) with this machine's compiler and links
-# OUT.o against it into LIB.so.
-moe_bench_link() {
-  local object=$1 library=$2
+# moe_bench_build_adapter DIR: builds moert's MLIR adapter (DIR/libmoert_mlir.so)
+# with this machine's compiler.
+moe_bench_build_adapter() {
+  local dir=$1
   local cuda=${CUDA_HOME:-/usr/local/cuda}
-  local dir
-  dir=$(dirname "$library")
   g++ -O2 -std=c++17 -shared -fPIC \
     "$moe_bench_root/runtime/lib/MlirGpuAdapter.cpp" \
     "$moe_bench_root/runtime/lib/MemRefCopy.cpp" \
     -I"$moe_bench_root/runtime/include" -I"$cuda/include" \
     -L"$cuda/lib64/stubs" -lcuda -o "$dir/libmoert_mlir.so"
+}
+
+# moe_bench_link_object OUT.o LIB.so: links OUT.o against the adapter that
+# moe_bench_build_adapter built next to LIB.so.
+moe_bench_link_object() {
+  local object=$1 library=$2
+  local dir
+  dir=$(dirname "$library")
   g++ -shared -o "$library" "$object" -L"$dir" -lmoert_mlir -lm \
     -Wl,-rpath,"$dir"
+}
+
+# moe_bench_link OUT.o LIB.so: builds moert's MLIR adapter
+# (libmoert_mlir.so, next to LIB.so) with this machine's compiler and links
+# OUT.o against it into LIB.so.
+moe_bench_link() {
+  local object=$1 library=$2
+  moe_bench_build_adapter "$(dirname "$library")"
+  moe_bench_link_object "$object" "$library"
 }

@@ -1,0 +1,647 @@
+# test/Integration/GPU/cases.py - the cases of the GPU suite
+# (scripts/gpu-test.sh): which kernels are compiled (and with which
+# moe-lower-to-nvvm options), which functions run at which shapes on which
+# inputs, the fp64 reference of each result and the tolerance of each
+# comparison, with the reason for it. prepare.py reads this table where
+# MLIR is installed; run.py reads only the manifest that prepare.py writes.
+#
+# Every float input is a seeded uniform random array whose values are exact
+# in bf16 (so the CPU and GPU runs read the same numbers whatever the
+# argument's element type; suite.uniform_segments); the seed is a hash of the
+# input's description, so an input shared by several cases is one file, and
+# adding a case changes no other case's data.
+
+import zlib
+
+# ---------------------------------------------------------------------------
+# Tolerances. A check passes when its error is at most the bar:
+#   rtol: max|gpu - ref| / max|ref| (max|gpu - ref| when ref is all zeros);
+#   atol: max|gpu - ref|;
+#   exact: every element equal (integers, and values that are only moved).
+# A non-finite GPU value or a shape mismatch always fails.
+# ---------------------------------------------------------------------------
+
+
+class Tol:
+    def __init__(self, why, rtol=None, atol=None, exact=False):
+        self.rtol, self.atol, self.exact, self.why = rtol, atol, exact, why
+
+    def to_json(self):
+        kind = "exact" if self.exact else ("rtol" if self.rtol is not None else "atol")
+        bar = 0 if self.exact else (self.rtol if self.rtol is not None else self.atol)
+        return {"kind": kind, "bar": bar, "why": self.why}
+
+
+BF16 = Tol(rtol=2e-2, why="bf16 tensor-core operands (mma.sync m16n8k16) with fp32 "
+           "accumulation: the bar of bench/kda, bench/mla and bench/moe (measured "
+           "2e-3 to 6e-3 there); the CPU back end is fp32 (1e-5 of fp64)")
+BF16_OUT = Tol(rtol=2e-2, why="bf16 result (2^-9 relative rounding) of bf16 "
+               "tensor-core kernels: bench/moe's bf16 bar")
+F32 = Tol(rtol=1e-4, why="fp32 throughout on the GPU (one-thread tile kernels, the "
+          "fp32 CUDA-core router): the CPU suite's 1e-5 bar with a 10x margin for "
+          "another summation order and libdevice's exp; bench/moe's y bar")
+ROUTE_W = Tol(rtol=1e-4, why="routing weights s_j / sum s * scaling in fp32 from "
+              "scores summed in another order (bench/moe/routing_bench.py: 1e-5 "
+              "against fp64), with a 10x margin")
+EXACT = Tol(exact=True, why="integers (load, indices, offsets, slots) or values "
+            "only moved (dispatched rows): the top-k margin of every token is "
+            "far above the score error (see the case's margin)")
+BIAS = Tol(atol=1e-5, why="next bias from scores that differ by about 1e-7: "
+           "bench/moe's bias bar")
+MODEL_FN = Tol(rtol=1e-2, why="whole-model loss at random (not initial) weights, "
+               "through bf16 tensor-core KDA and MLA kernels in every layer; such a "
+               "loss is far from what a broken forward gives (not measured on a GPU "
+               "yet)")
+LOSS = Tol(rtol=2e-3, why="whole-model loss; bench/model measured 3.7e-4 on an H200; "
+           "a model that predicts every byte uniformly gives ln 256 = 5.545, 3e-3 "
+           "from the CPU's 5.563 at seed 0, so the bar stays below that")
+
+
+# ---------------------------------------------------------------------------
+# Inputs
+# ---------------------------------------------------------------------------
+
+
+class Uniform:
+    """Uniform in [low, high), rounded to bf16; low == high gives a constant."""
+
+    def __init__(self, low, high):
+        self.low, self.high = float(low), float(high)
+
+    def key(self):
+        return f"U({self.low:g},{self.high:g})"
+
+    def segments(self, shape, model_layout=None):
+        count = 1
+        for n in shape:
+            count *= n
+        return [(count, self.low, self.high)]
+
+
+class ModelParams:
+    """The packed parameter vector of a moe.model (the getParamLayout order):
+    each parameter uniform around its initialiser's scale but never at its
+    initial value (as model_reference.py init): normal(std) -> within
+    +-sqrt(3 / max of the last two dims), ones -> 1 +- 0.35, zeros -> +-0.87 /
+    sqrt(last dim), inverse_softplus_dt -> [-6.9, -2.3] (dt from 1e-3 to
+    0.1)."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def key(self):
+        return f"ModelParams({self.model})"
+
+    def segments(self, shape, model_layout):
+        out = []
+        for init, pshape, size in model_layout:
+            if init == "normal":
+                a = (3.0 / max(pshape[-2:])) ** 0.5
+                out.append((size, -a, a))
+            elif init == "ones":
+                out.append((size, 0.65, 1.35))
+            elif init == "zeros":
+                a = 0.87 / pshape[-1] ** 0.5
+                out.append((size, -a, a))
+            elif init == "inverse_softplus_dt":
+                out.append((size, -6.9, -2.3))
+            else:
+                raise ValueError(f"unknown initialiser {init}")
+        return out
+
+
+class Integers:
+    """Uniform integers in [low, high); every `ignore_every`-th one (0: none)
+    replaced by `ignore` (the lm_head's ignore_index)."""
+
+    def __init__(self, low, high, ignore_every=0, ignore=-100):
+        self.low, self.high, self.ignore_every, self.ignore = low, high, ignore_every, ignore
+
+    def key(self):
+        return f"Integers({self.low},{self.high},{self.ignore_every},{self.ignore})"
+
+
+class Offsets:
+    """The [E + 1] i64 group offsets of consecutive groups of the given sizes."""
+
+    def __init__(self, counts):
+        self.counts = list(counts)
+
+    def key(self):
+        return "Offsets(" + ",".join(map(str, self.counts)) + ")"
+
+
+class TopIndices:
+    """[N, k] i64: k distinct experts of E per row, in random order."""
+
+    def __init__(self, experts):
+        self.experts = experts
+
+    def key(self):
+        return f"TopIndices({self.experts})"
+
+
+class Input:
+    def __init__(self, name, shape, gen, salt=""):
+        self.name, self.shape, self.gen, self.salt = name, tuple(shape), gen, salt
+
+    def key(self):
+        return f"{self.name}:{'x'.join(map(str, self.shape))}:{self.gen.key()}{self.salt}"
+
+    def seed(self):
+        return zlib.crc32(self.key().encode())
+
+    def is_integer(self):
+        return isinstance(self.gen, (Offsets, TopIndices, Integers))
+
+
+# ---------------------------------------------------------------------------
+# Libraries: one host object (+ embedded PTX) each
+# ---------------------------------------------------------------------------
+
+
+class Library:
+    """kernel: a repository path; derive: a function of the kernel's text
+    giving the text compiled instead, or moe_opt: moe-opt options that give
+    it (either way written to the suite's kernels/); options:
+    moe-lower-to-nvvm's; modules: gpu modules that the object must embed (the
+    generated kernels this library is meant to test)."""
+
+    def __init__(self, name, kernel, options="", derive=None, moe_opt=None, modules=(),
+                 what=""):
+        self.name, self.kernel, self.options = name, kernel, options
+        self.derive, self.moe_opt = derive, moe_opt
+        self.modules, self.what = list(modules), what
+
+
+def mla_bf16(text):
+    # q, k, v, gate and output in bf16, as bench/mla/compile.sh derives its
+    # bf16 variant.
+    return text.replace("x96xf32", "x96xbf16").replace("x64xf32", "x64xbf16")
+
+
+LIBRARIES = [
+    Library("kda", "examples/kernels/kda.mlir", modules=["moe_kda_kernels"],
+            what="the KDA example: generated tensor-core kernels, dense diagonal "
+                 "tiles (bounded gate) and per-position ones (softplus gate)"),
+    Library("kda_per_position", "examples/kernels/kda.mlir",
+            options="kda-diagonal=per-position", modules=["moe_kda_kernels"],
+            what="the KDA example with every diagonal tile per position"),
+    Library("kda_gmin8", "test/Integration/CPU/Inputs/kda-gmin8.mlir",
+            modules=["moe_kda_kernels"],
+            what="g_min = -8: dense diagonal tiles with a bf16 margin of 23"),
+    Library("kda_h2_k32_v16", "test/Integration/CPU/Inputs/kda-h2-k32-v16.mlir",
+            what="K = 32, V = 16: not for the kernel generator, the tiled "
+                 "one-thread-per-block path in fp32"),
+    Library("kda_dynamic_heads", "test/Integration/CPU/Inputs/kda-dynamic-heads.mlir",
+            what="a dynamic head count (tiled one-thread-per-block path)"),
+    Library("mla", "examples/kernels/mla.mlir", modules=["moe_attention_kernels"],
+            what="the MLA example: generated flash-attention kernel, 256 query rows "
+                 "per block, fp32 K and V converted to bf16 once"),
+    Library("mla_qt64", "examples/kernels/mla.mlir", options="attention-query-tile=64",
+            modules=["moe_attention_kernels"], what="64 query rows per block"),
+    Library("mla_qt128", "examples/kernels/mla.mlir", options="attention-query-tile=128",
+            modules=["moe_attention_kernels"], what="128 query rows per block"),
+    Library("mla_bf16", "examples/kernels/mla.mlir", derive=mla_bf16,
+            modules=["moe_attention_kernels"],
+            what="the MLA example with bf16 q, k, v, gate and output"),
+    Library("mla_variants", "test/Integration/CPU/Inputs/mla-attention-variants.mlir",
+            modules=["moe_attention_kernels"],
+            what="the log-sum-exp returned, and no gate"),
+    Library("moe_ffn", "examples/kernels/moe_ffn.mlir", modules=["moe_routing_kernels"],
+            what="the MoE FFN example (f32): generated routing kernels, experts "
+                 "and shared expert as one-thread tile kernels"),
+    Library("moe_ffn_variants", "test/Integration/CPU/Inputs/moe-ffn-variants.mlir",
+            modules=["moe_routing_kernels"],
+            what="histogram QB, sign bias with SiTU-GLU, routing given as data, "
+                 "E = 8 top-1 and E = 64 top-8"),
+    Library("moe_ffn_bf16", "bench/moe/moe_ffn_bf16_small.mlir",
+            modules=["moe_routing_kernels", "moe_expert_kernels"],
+            what="a bf16 MoE layer (d = 256, E = 8, top-2): tensor-core router "
+                 "and grouped expert GEMMs"),
+    Library("routing", "bench/moe/routing.mlir", modules=["moe_routing_kernels"],
+            what="route + dispatch: bf16 at the issue's d = 2048, E = 64, top-8; "
+                 "f32 with histogram QB and with the sign bias"),
+    Library("experts", "test/Integration/GPU/Inputs/experts-small.mlir",
+            modules=["moe_expert_kernels"],
+            what="grouped bf16 SwiGLU expert GEMMs on ragged groups"),
+    Library("kimi_tiny_fn", "examples/models/kimi-tiny.mlir",
+            moe_opt=["-convert-moe-model-to-func"],
+            modules=["moe_kda_kernels", "moe_attention_kernels", "moe_routing_kernels"],
+            what="kimi-tiny's loss as a function of its packed parameters, tokens and "
+                 "labels (-convert-moe-model-to-func), the whole model through "
+                 "moe-lower-to-nvvm"),
+]
+
+LIBRARY = {lib.name: lib for lib in LIBRARIES}
+
+
+# ---------------------------------------------------------------------------
+# Kernel cases
+# ---------------------------------------------------------------------------
+
+
+class Check:
+    """Result `result` against the CPU back end (tol) and, when the case has
+    one for it, the fp64 reference (fp64_tol, default tol)."""
+
+    def __init__(self, result, name, tol, fp64_tol=None, fp64=True):
+        self.result, self.name, self.tol = result, name, tol
+        self.fp64_tol = fp64_tol or tol
+        self.fp64 = fp64
+
+
+class KernelCase:
+    """reference(ctx, paths) makes the fp64 references from the input files
+    and returns {result index: file}; ctx is prepare.py's (moe-reference,
+    scratch files)."""
+
+    def __init__(self, name, library, entry, inputs, checks, reference,
+                 timeout=60, margin=None, note=""):
+        self.name, self.library, self.entry = name, library, entry
+        self.inputs, self.checks, self.reference = inputs, checks, reference
+        self.timeout, self.margin, self.note = timeout, margin, note
+
+    kind = "kernel"
+
+
+def kda_inputs(B, T, H=4, K=64, V=64, z=(-3, 3), a_log=(0, 1)):
+    return [Input("q", (B, T, H, K), Uniform(-1, 1)),
+            Input("k", (B, T, H, K), Uniform(-1, 1)),
+            Input("v", (B, T, H, V), Uniform(-1, 1)),
+            Input("z", (B, T, H, K), Uniform(*z)),
+            Input("beta", (B, T, H), Uniform(0.05, 0.95)),
+            Input("a_log", (H,), Uniform(*a_log)),
+            Input("dt_bias", (H, K), Uniform(-1, 1))]
+
+
+def kda_reference(gate, g_min=None):
+    def reference(ctx, paths):
+        options = [f"--gate={gate}"] + ([f"--g-min={g_min}"] if g_min is not None else [])
+        return {0: ctx.moe_reference("kda", paths, options)}
+    return reference
+
+
+def kda_cases():
+    cases = []
+    shapes = [(1, 1), (1, 63), (1, 64), (1, 65), (2, 100), (1, 200), (3, 17)]
+    for B, T in shapes:
+        for entry, gate in (("kda_forward", "bounded"), ("kda_forward_softplus", "softplus")):
+            cases.append(KernelCase(
+                f"kda/{entry}/B{B}_T{T}", "kda", entry, kda_inputs(B, T),
+                [Check(0, "o", BF16)],
+                kda_reference(gate, -5 if gate == "bounded" else None)))
+    cases.append(KernelCase(
+        "kda/kda_forward_softplus/strong_decay_B2_T100", "kda", "kda_forward_softplus",
+        kda_inputs(2, 100, z=(20, 40), a_log=(1.5, 1.6)), [Check(0, "o", BF16)],
+        kda_reference("softplus"),
+        note="about -130 nats of decay per step: dense diagonal tiles would "
+             "overflow (test/Integration/CPU/kda-forward.test)"))
+    for B, T in ((1, 65), (2, 100)):
+        cases.append(KernelCase(
+            f"kda_per_position/kda_forward/B{B}_T{T}", "kda_per_position", "kda_forward",
+            kda_inputs(B, T), [Check(0, "o", BF16)], kda_reference("bounded", -5)))
+    for B, T in ((1, 65), (2, 200)):
+        cases.append(KernelCase(
+            f"kda_gmin8/kda_forward/B{B}_T{T}", "kda_gmin8", "kda_forward",
+            kda_inputs(B, T), [Check(0, "o", BF16)], kda_reference("bounded", -8)))
+    for B, T in ((1, 65), (2, 37)):
+        for entry, gate in (("kda_forward", "bounded"), ("kda_forward_softplus", "softplus")):
+            cases.append(KernelCase(
+                f"kda_h2_k32_v16/{entry}/B{B}_T{T}", "kda_h2_k32_v16", entry,
+                kda_inputs(B, T, H=2, K=32, V=16), [Check(0, "o", F32)],
+                kda_reference(gate, -5 if gate == "bounded" else None)))
+    for entry, gate in (("kda_forward", "bounded"), ("kda_forward_softplus", "softplus")):
+        cases.append(KernelCase(
+            f"kda_dynamic_heads/{entry}/B1_T65_H3", "kda_dynamic_heads", entry,
+            kda_inputs(1, 65, H=3, K=32, V=16), [Check(0, "o", F32)],
+            kda_reference(gate, -5 if gate == "bounded" else None)))
+    return cases
+
+
+def mla_inputs(B, T, gate=True):
+    ins = [Input("q", (B, T, 4, 96), Uniform(-3, 3)),
+           Input("k", (B, T, 4, 96), Uniform(-3, 3)),
+           Input("v", (B, T, 4, 64), Uniform(-1, 1))]
+    if gate:
+        ins.append(Input("gate", (B, T, 4, 64), Uniform(-3, 3)))
+    return ins
+
+
+def mla_reference(lse=False):
+    def reference(ctx, paths):
+        out = ctx.scratch("ref_lse.npy")
+        ref = ctx.moe_reference("mla_attention", paths, [f"--lse={out}"] if lse else [])
+        return {0: ref, 1: out} if lse else {0: ref}
+    return reference
+
+
+def mla_cases():
+    cases = []
+    for B, T in ((1, 1), (3, 17), (1, 64), (1, 65), (2, 130), (1, 300)):
+        cases.append(KernelCase(f"mla/mla_attention_forward/B{B}_T{T}", "mla",
+                                "mla_attention_forward", mla_inputs(B, T),
+                                [Check(0, "y", BF16)], mla_reference()))
+    for lib, shapes in (("mla_qt64", ((1, 65), (2, 130))), ("mla_qt128", ((1, 300),))):
+        for B, T in shapes:
+            cases.append(KernelCase(f"{lib}/mla_attention_forward/B{B}_T{T}", lib,
+                                    "mla_attention_forward", mla_inputs(B, T),
+                                    [Check(0, "y", BF16)], mla_reference()))
+    for B, T in ((1, 1), (3, 17), (2, 130)):
+        cases.append(KernelCase(f"mla_bf16/mla_attention_forward/B{B}_T{T}", "mla_bf16",
+                                "mla_attention_forward", mla_inputs(B, T),
+                                [Check(0, "y", BF16)], mla_reference()))
+    for B, T in ((1, 1), (2, 130)):
+        cases.append(KernelCase(f"mla_variants/mla_attention_lse/B{B}_T{T}", "mla_variants",
+                                "mla_attention_lse", mla_inputs(B, T),
+                                [Check(0, "y", BF16), Check(1, "lse", BF16)],
+                                mla_reference(lse=True)))
+    for B, T in ((3, 17), (1, 65)):
+        cases.append(KernelCase(f"mla_variants/mla_attention_no_gate/B{B}_T{T}",
+                                "mla_variants", "mla_attention_no_gate",
+                                mla_inputs(B, T, gate=False),
+                                [Check(0, "y", BF16), Check(1, "lse", BF16)],
+                                mla_reference(lse=True)))
+    return cases
+
+
+def moe_inputs(N, E=16, d=64, F=32, shared=True, x=(-1, 1), router=1.0, bias=0.1,
+               w=0.2, wd=0.2, salt=""):
+    ins = [Input("x", (N, d), Uniform(*x)),
+           Input("w_router", (E, d), Uniform(-router, router), salt),
+           Input("bias", (E,), Uniform(-bias, bias), salt),
+           Input("w_gate", (E, d, F), Uniform(-w, w)),
+           Input("w_up", (E, d, F), Uniform(-w, w)),
+           Input("w_down", (E, F, d), Uniform(-wd, wd))]
+    if shared:
+        ins += [Input("ws_gate", (d, F), Uniform(-w, w)),
+                Input("ws_up", (d, F), Uniform(-w, w)),
+                Input("ws_down", (F, d), Uniform(-wd, wd))]
+    return ins
+
+
+def moe_reference(top_k, scaling, extra=()):
+    """moe-reference moe_ffn: y, load, next bias (results 0, 1, 2)."""
+    def reference(ctx, paths):
+        load, bias = ctx.scratch("ref_load.npy"), ctx.scratch("ref_next_bias.npy")
+        y = ctx.moe_reference("moe_ffn", paths, [f"--top-k={top_k}", f"--scaling={scaling}",
+                                                 f"--load={load}", f"--next-bias={bias}",
+                                                 *extra])
+        return {0: y, 1: load, 2: bias}
+    return reference
+
+
+def moe_checks(y_tol):
+    return [Check(0, "y", y_tol), Check(1, "load", EXACT), Check(2, "next_bias", BIAS)]
+
+
+def experts_given_reference(ctx, paths):
+    """y = sum_j w_j Expert_{idx_j}(x): each expert by moe-reference glu_ffn
+    on every token, combined here in fp64."""
+    import numpy as np
+    x, idx, w, wg, wu, wd = paths
+    indices, weights = np.load(idx), np.load(w).astype(np.float64)
+    gates, ups, downs = np.load(wg), np.load(wu), np.load(wd)
+    y = np.zeros((indices.shape[0], downs.shape[2]))
+    for e in range(gates.shape[0]):
+        files = []
+        for name, arr in (("g", gates), ("u", ups), ("d", downs)):
+            files.append(ctx.scratch(f"expert{e}_{name}.npy"))
+            np.save(files[-1], arr[e])
+        ye = np.load(ctx.moe_reference("glu_ffn", [x] + files, ["--dtype=f64"],
+                                       out=ctx.scratch(f"expert{e}_y.npy")))
+        y += ((indices == e) * weights).sum(axis=1, keepdims=True) * ye
+    out = ctx.scratch("ref_y.npy")
+    np.save(out, y.astype(np.float32))
+    return {0: out}
+
+
+def moe_cases():
+    cases = []
+    for N in (0, 1, 63, 64, 65, 257, 1000):
+        cases.append(KernelCase(f"moe_ffn/moe_ffn_forward/N{N}", "moe_ffn", "moe_ffn_forward",
+                                moe_inputs(N), moe_checks(F32), moe_reference(4, 2.5),
+                                margin=(4, 0)))
+    cases.append(KernelCase(
+        "moe_ffn/moe_ffn_forward/ties_N300", "moe_ffn", "moe_ffn_forward",
+        moe_inputs(300, router=0, bias=0), moe_checks(F32), moe_reference(4, 2.5),
+        note="every score ties (zero router and bias): experts 0-3 for every token "
+             "(ties to the lower index), load [N, N, N, N, 0, ...], next bias 0"))
+    cases.append(KernelCase(
+        "moe_ffn_variants/moe_ffn_histogram/N300", "moe_ffn_variants", "moe_ffn_histogram",
+        moe_inputs(300, router=0.3), moe_checks(F32),
+        moe_reference(4, 2.5, ["--balance=histogram", "--bins=512"]), margin=(4, 0)))
+    sign = moe_inputs(320, shared=False, x=(-4, 4), router=0.3, w=1)
+    cases.append(KernelCase(
+        "moe_ffn_variants/moe_ffn_sign_situ/N320", "moe_ffn_variants", "moe_ffn_sign_situ",
+        sign, moe_checks(F32),
+        moe_reference(2, 1, ["--balance=sign", "--rate=1e-3", "--activation=situ_glu",
+                             "--gate-beta=4", "--up-beta=25"]), margin=(2, 0)))
+    for name, E, F, k, scaling, Ns in (("moe_ffn_e8_top1", 8, 32, 1, 1, (300,)),
+                                       ("moe_ffn_e64_top8", 64, 16, 8, 2.5, (1, 300))):
+        for N in Ns:
+            cases.append(KernelCase(
+                f"moe_ffn_variants/{name}/N{N}", "moe_ffn_variants", name,
+                moe_inputs(N, E=E, F=F, shared=False), moe_checks(F32),
+                moe_reference(k, scaling), margin=(k, 0)))
+    cases.append(KernelCase(
+        "moe_ffn_variants/experts_given_routing/N100", "moe_ffn_variants",
+        "experts_given_routing",
+        [Input("x", (100, 64), Uniform(-1, 1)),
+         Input("indices", (100, 4), TopIndices(16)),
+         Input("weights", (100, 4), Uniform(0, 1)),
+         Input("w_gate", (16, 64, 32), Uniform(-0.2, 0.2)),
+         Input("w_up", (16, 64, 32), Uniform(-0.2, 0.2)),
+         Input("w_down", (16, 32, 64), Uniform(-0.2, 0.2))],
+        [Check(0, "y", F32)], experts_given_reference))
+    for N in (1, 300, 777):
+        ins = [Input("x", (N, 256), Uniform(-1, 1)),
+               Input("w_router", (8, 256), Uniform(-0.11, 0.11)),
+               Input("bias", (8,), Uniform(-0.05, 0.05)),
+               Input("w_gate", (8, 256, 128), Uniform(-0.11, 0.11)),
+               Input("w_up", (8, 256, 128), Uniform(-0.11, 0.11)),
+               Input("w_down", (8, 128, 256), Uniform(-0.15, 0.15)),
+               Input("ws_gate", (256, 128), Uniform(-0.11, 0.11)),
+               Input("ws_up", (256, 128), Uniform(-0.11, 0.11)),
+               Input("ws_down", (128, 256), Uniform(-0.15, 0.15))]
+        cases.append(KernelCase(f"moe_ffn_bf16/moe_ffn_bf16/N{N}", "moe_ffn_bf16",
+                                "moe_ffn_bf16", ins, moe_checks(BF16_OUT),
+                                moe_reference(2, 2.5), margin=(2, 0)))
+    return cases
+
+
+def routing_reference(top_k, extra=()):
+    """moe-reference moe_ffn with zero experts of width 1 for the routing
+    results: weights, indices, load and next bias (results 0 to 3)."""
+    def reference(ctx, paths):
+        import numpy as np
+        x, w_router, bias = paths
+        E, d = np.load(w_router).shape
+        zeros = []
+        for name, shape in (("g", (E, d, 1)), ("u", (E, d, 1)), ("d", (E, 1, d))):
+            zeros.append(ctx.scratch(f"zero_{name}.npy"))
+            np.save(zeros[-1], np.zeros(shape, np.float32))
+        out = {1: ctx.scratch("ref_indices.npy"), 2: ctx.scratch("ref_load.npy"),
+               3: ctx.scratch("ref_next_bias.npy"), 0: ctx.scratch("ref_weights.npy")}
+        ctx.moe_reference("moe_ffn", [x, w_router, bias] + zeros,
+                          [f"--top-k={top_k}", "--scaling=2.5", f"--weights={out[0]}",
+                           f"--indices={out[1]}", f"--load={out[2]}",
+                           f"--next-bias={out[3]}", *extra],
+                          out=ctx.scratch("ref_y_unused.npy"))
+        return out
+    return reference
+
+
+def routing_checks(k):
+    return [Check(0, "weights", ROUTE_W), Check(1, "indices", EXACT),
+            Check(2, "load", EXACT), Check(3, "next_bias", BIAS),
+            Check(4, "permuted_x", EXACT, fp64=False), Check(5, "offsets", EXACT, fp64=False),
+            Check(6, "slot", EXACT, fp64=False)]
+
+
+def routing_cases():
+    cases = []
+    for N in (1, 40):
+        cases.append(KernelCase(
+            f"routing/routing/N{N}", "routing", "routing",
+            [Input("x", (N, 2048), Uniform(-1, 1)),
+             Input("w_router", (64, 2048), Uniform(-0.04, 0.04)),
+             Input("bias", (64,), Uniform(-0.05, 0.05))],
+            routing_checks(8), routing_reference(8), margin=(8, 0)))
+    for entry, extra, Ns in (("routing_f32_histogram", ["--balance=histogram", "--bins=512"],
+                              (1, 300)),
+                             ("routing_f32_sign", ["--balance=sign", "--rate=1e-3"], (300,))):
+        for N in Ns:
+            cases.append(KernelCase(
+                f"routing/{entry}/N{N}", "routing", entry,
+                [Input("x", (N, 64), Uniform(-1, 1)),
+                 Input("w_router", (16, 64), Uniform(-0.3, 0.3)),
+                 Input("bias", (16,), Uniform(-0.1, 0.1))],
+                routing_checks(4), routing_reference(4, extra), margin=(4, 0)))
+    return cases
+
+
+def experts_reference(ctx, paths):
+    """Each group of rows through moe-reference glu_ffn with its expert's
+    weights."""
+    import numpy as np
+    xp, off, wg, wu, wd = paths
+    rows, offsets = np.load(xp), np.load(off)
+    gates, ups, downs = np.load(wg), np.load(wu), np.load(wd)
+    y = np.zeros((rows.shape[0], downs.shape[2]), np.float32)
+    for e in range(gates.shape[0]):
+        lo, hi = int(offsets[e]), int(offsets[e + 1])
+        if lo == hi:
+            continue
+        files = []
+        for name, arr in (("x", rows[lo:hi]), ("g", gates[e]), ("u", ups[e]), ("d", downs[e])):
+            files.append(ctx.scratch(f"group{e}_{name}.npy"))
+            np.save(files[-1], arr)
+        y[lo:hi] = np.load(ctx.moe_reference("glu_ffn", files, [],
+                                             out=ctx.scratch(f"group{e}_y.npy")))
+    out = ctx.scratch("ref_y.npy")
+    np.save(out, y)
+    return {0: out}
+
+
+def experts_cases():
+    cases = []
+    for label, counts in (("ragged", (0, 1, 130, 7, 0, 64, 200, 33)),
+                          ("one_group", (5, 0, 0, 0, 0, 0, 0, 0)),
+                          ("empty", (0,) * 8)):
+        rows = sum(counts)
+        cases.append(KernelCase(
+            f"experts/experts/{label}_R{rows}", "experts", "experts",
+            [Input("xp", (rows, 256), Uniform(-1, 1)),
+             Input("offsets", (9,), Offsets(counts)),
+             Input("w_gate", (8, 256, 128), Uniform(-0.11, 0.11)),
+             Input("w_up", (8, 256, 128), Uniform(-0.11, 0.11)),
+             Input("w_down", (8, 128, 256), Uniform(-0.15, 0.15))],
+            [Check(0, "y", BF16_OUT)], experts_reference,
+            note="group sizes " + ", ".join(map(str, counts))))
+    return cases
+
+
+def model_fn_reference(ctx, paths):
+    """test/tools/model-reference/model_reference.py loss: the fp64 NumPy
+    model on the same parameters and batch."""
+    out = ctx.scratch("ref_loss.npy")
+    ctx.run_python(["test/tools/model-reference/model_reference.py", "loss", MODEL,
+                    *paths, "-o", out], "the fp64 model reference")
+    return {0: out}
+
+
+def model_fn_cases():
+    # T = 72 crosses a KDA chunk; T = 130 two (as the CPU's
+    # kimi-tiny-model-reference.test, with every 7th label ignored).
+    return [KernelCase(
+        f"model_fn/kimi_tiny/B{B}_T{T}", "kimi_tiny_fn", "kimi_tiny",
+        [Input("params", (7987020,), ModelParams(MODEL)),
+         Input("tokens", (B, T), Integers(0, 256)),
+         Input("labels", (B, T), Integers(0, 256, ignore_every=7))],
+        [Check(0, "loss", MODEL_FN)], model_fn_reference, timeout=240)
+        for B, T in ((2, 72), (1, 130))]
+
+
+# ---------------------------------------------------------------------------
+# Whole models and runtime programs
+# ---------------------------------------------------------------------------
+
+
+class ModelCase:
+    """An executable of moe-compile --forward-only --target=cuda on the
+    embedded sample text: its loss against the CPU executable's and the fp64
+    NumPy model's (test/tools/model-reference) on the same weights and
+    batch."""
+
+    kind = "model"
+
+    def __init__(self, name, executable, batch, seq_len, seed, timeout=180):
+        self.name, self.executable = name, executable
+        self.batch, self.seq_len, self.seed = batch, seq_len, seed
+        self.timeout = timeout
+
+
+MODEL = "examples/models/kimi-tiny.mlir"
+# Executable name -> moe-compile options (besides --forward-only --target=cuda).
+MODEL_EXECUTABLES = {
+    "model-cuda": [],
+    "model-cuda-hk": ["--gpu-host-kernels"],
+    "model-cuda-cubin": ["--gpu-format=bin"],
+}
+# batch, sequence length, seed: B*T + 1 <= 837 bytes of sample text. 64 is
+# one KDA chunk, 65 and 128 cross chunk boundaries, 512 carries the state
+# over eight chunks, 1 is a single token.
+MODEL_CONFIGS = {
+    "model-cuda": [(2, 64, 0), (4, 128, 0), (1, 512, 1), (3, 65, 2), (1, 1, 3)],
+    "model-cuda-hk": [(2, 64, 0), (4, 128, 0), (1, 512, 1), (3, 65, 2), (1, 1, 3)],
+    "model-cuda-cubin": [(2, 64, 0), (1, 512, 1)],
+}
+
+
+def model_cases():
+    return [ModelCase(f"model/{exe}/B{b}_T{t}_seed{s}", exe, b, t, s)
+            for exe, configs in MODEL_CONFIGS.items() for b, t, s in configs]
+
+
+class ProgramCase:
+    """A test program of runtime/test built here (it needs only the CUDA
+    driver and libfmt, which the suite carries): exit status 0, the line
+    `expect`, and no UNSUPPORTED (the program's own skip without a GPU)."""
+
+    kind = "program"
+
+    def __init__(self, name, program, expect, timeout=120):
+        self.name, self.program, self.expect, self.timeout = name, program, expect, timeout
+
+
+def program_cases():
+    return [ProgramCase("runtime/moert-device-test", "moert-device-test",
+                        r"moert-device-test: all \d+ checks passed"),
+            ProgramCase("runtime/moert-launch-test", "moert-launch-test",
+                        r"moert-launch-test: all \d+ checks passed")]
+
+
+def all_cases():
+    return (program_cases() + kda_cases() + mla_cases() + moe_cases() + routing_cases()
+            + experts_cases() + model_fn_cases() + model_cases())
