@@ -157,11 +157,19 @@ func.func @nested(%n: index) {
 
 // -----
 
+// A tile buffer of dynamic size: the program keeps one thread per block and
+// its buffer on the device heap.
+
+// CHECK-LABEL: func.func @dynamic_tile(
+// CHECK:         gpu.launch {{.*}} threads({{.*}}) in (%{{.+}} = %c1{{.*}}, %{{.+}} = %c1{{.*}}, %{{.+}} = %c1
+// CHECK-NOT:       gpu.barrier
+// CHECK:           memref.alloc(%{{.+}}) : memref<?xf32>
+// CHECK:           linalg.copy
 func.func @dynamic_tile(%x: memref<?xf32>, %n: index) {
   scf.forall (%i) in (%n) {
-    // expected-error @+1 {{'memref.alloc' op in a GPU tile program needs a static shape, an identity layout and a scalar element type, got 'memref<?xf32>'}}
     %tile = memref.alloc(%n) : memref<?xf32>
     linalg.copy ins(%x : memref<?xf32>) outs(%tile : memref<?xf32>)
+    memref.dealloc %tile : memref<?xf32>
   }
   return
 }

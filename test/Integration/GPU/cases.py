@@ -606,7 +606,6 @@ MODEL = "examples/models/kimi-tiny.mlir"
 # Executable name -> moe-compile options (besides --forward-only --target=cuda).
 MODEL_EXECUTABLES = {
     "model-cuda": [],
-    "model-cuda-hk": ["--gpu-host-kernels"],
     "model-cuda-cubin": ["--gpu-format=bin"],
 }
 # batch, sequence length, seed: B*T + 1 <= 837 bytes of sample text. 64 is
@@ -614,7 +613,6 @@ MODEL_EXECUTABLES = {
 # over eight chunks, 1 is a single token.
 MODEL_CONFIGS = {
     "model-cuda": [(2, 64, 0), (4, 128, 0), (1, 512, 1), (3, 65, 2), (1, 1, 3)],
-    "model-cuda-hk": [(2, 64, 0), (4, 128, 0), (1, 512, 1), (3, 65, 2), (1, 1, 3)],
     "model-cuda-cubin": [(2, 64, 0), (1, 512, 1)],
 }
 

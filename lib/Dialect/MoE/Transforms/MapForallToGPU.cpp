@@ -518,6 +518,17 @@ LogicalResult MoEMapForallToGPUPass::mapForall(IRRewriter &rewriter,
   if (nested)
     return forall.emitOpError(
         "holds another scf.forall, which the GPU mapping does not take");
+  // A tile buffer whose size is only known at run time cannot be placed
+  // here: such a program keeps one thread per block and its buffers on the
+  // device heap (correct, slow; the fused routing of an f32 model with a
+  // dynamic expert count, a KDA fallback with dynamic heads).
+  bool placeable = true;
+  forall.getBody()->walk([&](memref::AllocOp alloc) {
+    MemRefType type = alloc.getType();
+    placeable &= type.hasStaticShape() && type.getLayout().isIdentity() &&
+                 elementBytes(type.getElementType()) != 0;
+  });
+  bool oneThread = tileProgram && !placeable;
 
   rewriter.setInsertionPoint(forall);
   SmallVector<Value> lbs, ubs, steps, counts;
@@ -531,7 +542,7 @@ LogicalResult MoEMapForallToGPUPass::mapForall(IRRewriter &rewriter,
     counts.push_back(tripCount(rewriter, loc, lb, ub, step));
   Value total = product(rewriter, loc, counts);
   Value one = indexConstant(rewriter, loc, 1);
-  Value threads = indexConstant(rewriter, loc, blockSize);
+  Value threads = indexConstant(rewriter, loc, oneThread ? 1 : blockSize);
   Value grid = tileProgram
                    ? total
                    : arith::CeilDivUIOp::create(rewriter, loc, total, threads)
@@ -587,6 +598,8 @@ LogicalResult MoEMapForallToGPUPass::mapForall(IRRewriter &rewriter,
     return success();
   }
 
+  if (oneThread)
+    return success();
   if (failed(placeTiles(rewriter, launch, grid)) ||
       failed(guardScalarWrites(rewriter, launch)))
     return failure();

@@ -824,8 +824,9 @@ def MoEMapForallToGPU : Pass<"moe-map-forall-to-gpu", "::mlir::func::FuncOp"> {
       per block, the last block guarded; tile buffers become
       `memref.alloca` (thread-private).
 
-    A forall whose body holds another `scf.forall` is rejected with an
-    error; so is a tile buffer of dynamic shape.
+    A tile program with a buffer of dynamic shape keeps one thread per
+    block and its buffers on the device heap (correct but slow). A forall
+    whose body holds another `scf.forall` is rejected with an error.
   }];
   let options = [
     Option<"blockSize", "block-size", "int64_t", /*default=*/"256",
