@@ -21,15 +21,15 @@ MEMREF = {r: memref_type(r) for r in (1, 2, 3, 4)}
 
 
 def descriptor(array, ptr=None):
-    """A memref descriptor viewing a C-contiguous float32 numpy array, or a
-    copy of it at ptr."""
-    assert array.dtype == np.float32 and array.flags["C_CONTIGUOUS"]
-    d = MEMREF[array.ndim]()
+    """A memref descriptor viewing a C-contiguous numpy array, or a copy of
+    it at ptr."""
+    assert array.flags["C_CONTIGUOUS"]
+    d = MEMREF[array.ndim]() if array.ndim in MEMREF else memref_type(array.ndim)()
     d.allocated = d.aligned = array.ctypes.data if ptr is None else ptr
     d.offset = 0
     for i, (n, s) in enumerate(zip(array.shape, array.strides)):
         d.sizes[i] = n
-        d.strides[i] = s // 4
+        d.strides[i] = s // array.itemsize
     return d
 
 

@@ -171,13 +171,7 @@ def typed_kernel_class(common):
                         raise RuntimeError("moertMlirAllocShared returned null")
                     ctypes.memmove(ptr, a.ctypes.data, a.nbytes)
                     ptrs.append(ptr)
-                    d = common.memref_type(a.ndim)()
-                    d.allocated = d.aligned = ptr
-                    d.offset = 0
-                    for i, (n, s) in enumerate(zip(a.shape, a.strides)):
-                        d.sizes[i] = n
-                        d.strides[i] = s // a.itemsize
-                    args.append(d)
+                    args.append(common.descriptor(a, ptr))
                 self.fn(ctypes.byref(out), *[ctypes.byref(d) for d in args])
                 self.check("call")
                 values = []

@@ -180,6 +180,36 @@ scf::ForOp promoteAccumulators(RewriterBase &rewriter, scf::ForOp loop) {
   }
 }
 
+/// Moves `op` under `if (tid == 0)` and puts a barrier after it, so that
+/// the block sees what it wrote.
+void runOnThreadZero(RewriterBase &rewriter, Operation *op, Value tid) {
+  Location loc = op->getLoc();
+  rewriter.setInsertionPoint(op);
+  Value first = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
+                                      tid, indexConstant(rewriter, loc, 0));
+  auto guard = scf::IfOp::create(rewriter, loc, first, /*withElse=*/false);
+  rewriter.moveOpBefore(op, guard.thenBlock()->getTerminator());
+  rewriter.setInsertionPointAfter(guard);
+  gpu::BarrierOp::create(rewriter, loc);
+}
+
+/// The scf.parallel loops left in `launch` (nested in a spread op's loops)
+/// run sequentially on their thread.
+LogicalResult sequentializeParallelLoops(RewriterBase &rewriter,
+                                         gpu::LaunchOp launch) {
+  SmallVector<scf::ParallelOp> inner;
+  launch.getBody().walk([&](scf::ParallelOp par) { inner.push_back(par); });
+  for (scf::ParallelOp par : inner) {
+    rewriter.setInsertionPoint(par);
+    Location loc = par.getLoc();
+    if (failed(parallelToStridedLoop(rewriter, par,
+                                     indexConstant(rewriter, loc, 0),
+                                     indexConstant(rewriter, loc, 1))))
+      return failure();
+  }
+  return success();
+}
+
 /// Bytes of one element of a tile buffer, or 0 if unknown.
 int64_t elementBytes(Type type) {
   if (type.isIndex())
@@ -341,17 +371,8 @@ LogicalResult MoEMapForallToGPUPass::guardScalarWrites(IRRewriter &rewriter,
   });
   if (result.wasInterrupted())
     return failure();
-  Value tid = launch.getThreadIds().x;
-  for (Operation *op : writes) {
-    Location loc = op->getLoc();
-    rewriter.setInsertionPoint(op);
-    Value first = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
-                                        tid, indexConstant(rewriter, loc, 0));
-    auto guard = scf::IfOp::create(rewriter, loc, first, /*withElse=*/false);
-    rewriter.moveOpBefore(op, guard.thenBlock()->getTerminator());
-    rewriter.setInsertionPointAfter(guard);
-    gpu::BarrierOp::create(rewriter, loc);
-  }
+  for (Operation *op : writes)
+    runOnThreadZero(rewriter, op, launch.getThreadIds().x);
   return success();
 }
 
@@ -363,13 +384,7 @@ LogicalResult MoEMapForallToGPUPass::spreadOverThreads(IRRewriter &rewriter,
                                                        bool barrier) {
   Location loc = op.getLoc();
   if (op.getNumParallelLoops() == 0) {
-    rewriter.setInsertionPoint(op);
-    Value first = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
-                                        tid, indexConstant(rewriter, loc, 0));
-    auto guard = scf::IfOp::create(rewriter, loc, first, /*withElse=*/false);
-    rewriter.moveOpBefore(op, guard.thenBlock()->getTerminator());
-    rewriter.setInsertionPointAfter(guard);
-    gpu::BarrierOp::create(rewriter, loc);
+    runOnThreadZero(rewriter, op, tid);
     return success();
   }
   // Parallel dimensions first, so that one scf.parallel holds them all and
@@ -492,17 +507,7 @@ LogicalResult MoEMapForallToGPUPass::mapHostOp(IRRewriter &rewriter,
   if (failed(spreadOverThreads(rewriter, op, start, step,
                                /*barrier=*/false)))
     return failure();
-  // Parallel loops nested in the op's loops run on their thread.
-  SmallVector<scf::ParallelOp> inner;
-  launch.getBody().walk([&](scf::ParallelOp par) { inner.push_back(par); });
-  for (scf::ParallelOp par : inner) {
-    rewriter.setInsertionPoint(par);
-    if (failed(parallelToStridedLoop(rewriter, par,
-                                     indexConstant(rewriter, loc, 0),
-                                     indexConstant(rewriter, loc, 1))))
-      return failure();
-  }
-  return success();
+  return sequentializeParallelLoops(rewriter, launch);
 }
 
 LogicalResult MoEMapForallToGPUPass::mapForall(IRRewriter &rewriter,
@@ -611,18 +616,7 @@ LogicalResult MoEMapForallToGPUPass::mapForall(IRRewriter &rewriter,
   for (linalg::LinalgOp op : ops)
     if (failed(spreadOverThreads(rewriter, op, tid, blockDim)))
       return failure();
-  // Parallel loops nested in a spread op's loops run on their thread.
-  SmallVector<scf::ParallelOp> inner;
-  launch.getBody().walk([&](scf::ParallelOp par) { inner.push_back(par); });
-  Value zero;
-  for (scf::ParallelOp par : inner) {
-    rewriter.setInsertionPointToStart(&body);
-    zero = indexConstant(rewriter, loc, 0);
-    Value step = indexConstant(rewriter, loc, 1);
-    if (failed(parallelToStridedLoop(rewriter, par, zero, step)))
-      return failure();
-  }
-  return success();
+  return sequentializeParallelLoops(rewriter, launch);
 }
 
 void MoEMapForallToGPUPass::runOnOperation() {
