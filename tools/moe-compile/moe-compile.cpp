@@ -1089,12 +1089,14 @@ static LogicalResult compile(const char *argv0, TimingScope &root,
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  // Registered before the pass manager's options, whose pass-name parsers
+  // (--mlir-print-ir-after=...) list the registry as it is when they are
+  // built; -moe-build-training-step is also found by name in it.
+  moe::registerAllPasses();
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
   registerDefaultTimingManagerCLOptions();
-  // -moe-build-training-step is found by name in the registry.
-  moe::registerAllPasses();
   const cl::OptionCategory *shown[] = {&compileCategory,
                                        &llvm::getColorCategory()};
   cl::HideUnrelatedOptions(shown);
