@@ -57,6 +57,9 @@ void mlir::moe::buildLowerToNVVMPipeline(OpPassManager &pm,
   // kernels (those with no parallel dimension) become loops on one thread.
   pm.addNestedPass<func::FuncOp>(createMoEPrepareGPUMapping());
   pm.addNestedPass<func::FuncOp>(createMoEMapForallToGPU());
+  // The host queues each function's GPU work on one stream and waits only
+  // where it reads memory and before returning.
+  pm.addNestedPass<func::FuncOp>(createMoEAsyncGPUStream());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(createCanonicalizerPass());
   // Expands with several dynamic sizes in one group (a whole model's

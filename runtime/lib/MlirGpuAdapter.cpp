@@ -67,11 +67,11 @@ struct AdapterState {
   std::string error;
   CUcontext context = nullptr;
   bool initialized = false;
-  /// Device buffers, and host-shared (managed) ones: a call's intermediates
-  /// come back at the next call without a new allocation, whose cost grows
-  /// with its size (results handed to the caller leave the shared pool's
-  /// books when the caller frees them).
-  BufferPool device, shared;
+  /// Host-shared (managed) buffers: they come back at the next call without
+  /// a new allocation, whose cost grows with its size (results handed to
+  /// the caller leave the pool's books when the caller frees them). Device
+  /// buffers are the driver's stream-ordered pool's.
+  BufferPool shared;
   /// Streams that compiled code destroyed, kept for its next
   /// mgpuStreamCreate: the host code of a synchronous launch creates and
   /// destroys one around every launch.
@@ -160,6 +160,15 @@ bool ensureContext() {
     recordFailure("cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE)", limitResult);
     return false;
   }
+  // Device buffers come from the device's stream-ordered pool, which keeps
+  // what is freed (instead of returning it to the driver at every
+  // synchronization) so that the next call's buffers cost nothing.
+  CUmemoryPool pool;
+  MOERT_MLIR_CHECK(cuDeviceGetDefaultMemPool(&pool, device), false);
+  cuuint64_t keepAll = ~cuuint64_t(0);
+  MOERT_MLIR_CHECK(
+      cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keepAll),
+      false);
   return true;
 }
 
@@ -389,15 +398,21 @@ int moertMlirLastKernelTimes(double *milliseconds, int capacity) {
 
 void moertMlirReleaseCachedBuffers(void) {
   AdapterState &s = state();
-  std::vector<void *> buffers, shared;
+  std::vector<void *> shared;
   {
     std::lock_guard<std::mutex> lock(s.mutex);
-    buffers = s.device.drain();
     shared = s.shared.drain();
   }
-  buffers.insert(buffers.end(), shared.begin(), shared.end());
-  for (void *ptr : buffers)
+  for (void *ptr : shared)
     MOERT_MLIR_CHECK(cuMemFree(reinterpret_cast<CUdeviceptr>(ptr)));
+  if (!ensureContext())
+    return;
+  CUdevice device;
+  CUmemoryPool pool;
+  MOERT_MLIR_CHECK(cuCtxSynchronize());
+  MOERT_MLIR_CHECK(cuCtxGetDevice(&device));
+  MOERT_MLIR_CHECK(cuDeviceGetDefaultMemPool(&pool, device));
+  MOERT_MLIR_CHECK(cuMemPoolTrimTo(pool, 0));
 }
 
 void *mgpuStreamCreate(void) {
@@ -463,35 +478,57 @@ void *mgpuMemAlloc(uint64_t sizeBytes, void *stream, bool isHostShared) {
   }
   if (!ensureContext())
     return nullptr;
-  uint64_t size = sizeBytes ? sizeBytes : 1;
-  AdapterState &s = state();
-  {
-    std::lock_guard<std::mutex> lock(s.mutex);
-    if (void *kept = s.device.take(size))
-      return kept;
-  }
+  // Stream-ordered: the buffer may be memory that work queued earlier on
+  // this stream freed.
   CUdeviceptr ptr = 0;
-  MOERT_MLIR_CHECK(cuMemAlloc(&ptr, size), nullptr);
-  std::lock_guard<std::mutex> lock(s.mutex);
-  s.device.sizes[reinterpret_cast<void *>(ptr)] = size;
+  MOERT_MLIR_CHECK(cuMemAllocAsync(&ptr, sizeBytes ? sizeBytes : 1,
+                                   static_cast<CUstream>(stream)),
+                   nullptr);
   return reinterpret_cast<void *>(ptr);
 }
 
 void mgpuMemFree(void *ptr, void *stream) {
+  if (!ptr)
+    return;
   AdapterState &s = state();
   {
     std::lock_guard<std::mutex> lock(s.mutex);
-    bool ours = s.device.sizes.count(ptr) || s.shared.sizes.count(ptr);
-    if (ours) {
+    if (s.shared.sizes.count(ptr)) {
       // Reused only by later work: wait for this stream's work on it.
       if (stream)
         cuStreamSynchronize(static_cast<CUstream>(stream));
-      if (!s.device.keep(ptr))
-        s.shared.keep(ptr);
+      s.shared.keep(ptr);
       return;
     }
   }
-  moertMlirFree(ptr);
+  if (!ensureContext())
+    return;
+  // A device buffer goes back to the pool once the stream's work before
+  // this point is done.
+  MOERT_MLIR_CHECK(cuMemFreeAsync(reinterpret_cast<CUdeviceptr>(ptr),
+                                  static_cast<CUstream>(stream)));
+}
+
+void mgpuMemcpy(void *dst, void *src, size_t sizeBytes, void *stream) {
+  if (!sizeBytes || !ensureContext())
+    return;
+  MOERT_MLIR_CHECK(cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dst),
+                                 reinterpret_cast<CUdeviceptr>(src), sizeBytes,
+                                 static_cast<CUstream>(stream)));
+}
+
+void mgpuMemset32(void *dst, unsigned int value, size_t count, void *stream) {
+  if (!count || !ensureContext())
+    return;
+  MOERT_MLIR_CHECK(cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(dst), value,
+                                    count, static_cast<CUstream>(stream)));
+}
+
+void mgpuMemset16(void *dst, unsigned short value, size_t count, void *stream) {
+  if (!count || !ensureContext())
+    return;
+  MOERT_MLIR_CHECK(cuMemsetD16Async(reinterpret_cast<CUdeviceptr>(dst), value,
+                                    count, static_cast<CUstream>(stream)));
 }
 
 } // extern "C"

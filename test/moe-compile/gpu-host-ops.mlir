@@ -6,9 +6,13 @@
 
 // RUN: moe-opt %s --moe-lower-to-nvvm | FileCheck %s
 
+// Both kernels are queued on one stream (-moe-async-gpu-stream), which the
+// host waits for once, before returning.
 // CHECK: llvm.func @matmul(
-// CHECK: gpu.launch_func @matmul_fill_l{{[0-9]+}}_0::
-// CHECK: gpu.launch_func @matmul_matmul_l{{[0-9]+}}_1::
+// CHECK: %[[STREAM:.*]] = llvm.call @mgpuStreamCreate()
+// CHECK-NEXT: gpu.launch_func <%[[STREAM]] : !llvm.ptr> @matmul_fill_l{{[0-9]+}}_0::
+// CHECK-NEXT: gpu.launch_func <%[[STREAM]] : !llvm.ptr> @matmul_matmul_l{{[0-9]+}}_1::
+// CHECK-NEXT: llvm.call @mgpuStreamSynchronize(%[[STREAM]])
 // CHECK: llvm.func @_mlir_ciface_matmul(
 // CHECK: gpu.binary @matmul_fill_{{.*}}.target sm_90
 // CHECK: gpu.binary @matmul_matmul_{{.*}}.target sm_90

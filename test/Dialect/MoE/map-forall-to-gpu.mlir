@@ -128,12 +128,11 @@ func.func @host_ops(%x: memref<?x64xf32>, %rows: memref<?xf32>, %total: memref<f
 
 // CHECK-LABEL: func.func @global_scratch(
 // CHECK:         %[[BYTES:.+]] = arith.muli %{{.+}}, %c262144
-// CHECK:         %[[SCRATCH:.+]], %[[TOKEN:.+]] = gpu.alloc async (%[[BYTES]]) : memref<?xi8>
-// CHECK:         gpu.wait [%[[TOKEN]]]
+// CHECK:         %[[SCRATCH:.+]] = gpu.alloc  (%[[BYTES]]) : memref<?xi8>
 // CHECK:         gpu.launch
 // CHECK:           %[[OFFSET:.+]] = arith.muli %{{.+}}, %c262144
 // CHECK:           memref.view %[[SCRATCH]][%{{.+}}][] : memref<?xi8> to memref<65536xf32>
-// CHECK:         gpu.dealloc async
+// CHECK:         gpu.dealloc  %[[SCRATCH]] : memref<?xi8>
 func.func @global_scratch(%x: memref<?x65536xf32>, %n: index) attributes {} {
   scf.forall (%i) in (%n) {
     %tile = memref.alloc() : memref<65536xf32>

@@ -1,25 +1,24 @@
 // RUN: moe-opt %s --moe-prepare-gpu-mapping --split-input-file | FileCheck %s
 
 // A forall body (a future kernel) that reads an argument and copies tiles:
-// the argument is copied once into host-shared memory, which the body then
-// reads; host allocations become host-shared gpu.alloc; the copy inside the
-// body becomes linalg.copy; the argument copy is freed before the return.
+// the argument is copied once into device memory, which the body then
+// reads; the result, which the caller receives, is host-shared; the copy
+// inside the body becomes linalg.copy; the argument's copy is freed before
+// the return (synchronous GPU ops, which -moe-async-gpu-stream orders).
 
 // CHECK-LABEL: func.func @kernel_reads_argument
 // CHECK-SAME: (%[[ARG:.*]]: memref<?x4xf32>)
 // CHECK: %[[N:.*]] = memref.dim %[[ARG]], %{{.*}} : memref<?x4xf32>
-// CHECK: %[[SHARED:.*]] = gpu.alloc  host_shared (%[[N]]) : memref<?x4xf32>
-// CHECK: memref.copy %[[ARG]], %[[SHARED]]
+// CHECK: %[[COPY:.*]] = gpu.alloc  (%[[N]]) : memref<?x4xf32>
+// CHECK: gpu.memcpy  %[[COPY]], %[[ARG]]
 // CHECK: %[[OUT:.*]] = gpu.alloc  host_shared (%{{.*}}) : memref<?x4xf32>
 // CHECK: scf.forall (%[[I:.*]]) in
-// CHECK: %[[SRC:.*]] = memref.subview %[[SHARED]][%[[I]], 0] [1, 4] [1, 1]
+// CHECK: %[[SRC:.*]] = memref.subview %[[COPY]][%[[I]], 0] [1, 4] [1, 1]
 // CHECK: %[[DST:.*]] = memref.subview %[[OUT]][%[[I]], 0] [1, 4] [1, 1]
 // CHECK: linalg.copy ins(%[[SRC]] : {{.*}}) outs(%[[DST]] : {{.*}})
 // CHECK-NOT: memref.copy
-// CHECK: %[[T0:.*]] = gpu.wait async
-// CHECK: %[[T1:.*]] = gpu.dealloc async [%[[T0]]] %[[SHARED]]
-// CHECK: gpu.wait [%[[T1]]]
-// CHECK: return %[[OUT]]
+// CHECK: gpu.dealloc  %[[COPY]]
+// CHECK-NEXT: return %[[OUT]]
 func.func @kernel_reads_argument(%arg0: memref<?x4xf32>) -> memref<?x4xf32> {
   %c0 = arith.constant 0 : index
   %dim = memref.dim %arg0, %c0 : memref<?x4xf32>
@@ -35,8 +34,9 @@ func.func @kernel_reads_argument(%arg0: memref<?x4xf32>) -> memref<?x4xf32> {
 // -----
 
 // Outside any forall nothing moves to the device: an argument only the host
-// reads is not copied, and a copy on the host stays memref.copy. Buffers
-// inside a forall body stay memref.alloc (the kernel's own heap).
+// reads is not copied, and a copy from it on the host stays memref.copy, so
+// its target is host-shared. Buffers inside a forall body stay memref.alloc
+// (the kernel's own heap).
 
 // CHECK-LABEL: func.func @host_only
 // CHECK-SAME: (%[[ARG:.*]]: memref<4xf32>)
@@ -45,7 +45,7 @@ func.func @kernel_reads_argument(%arg0: memref<?x4xf32>) -> memref<?x4xf32> {
 // CHECK: scf.forall
 // CHECK: memref.alloc() : memref<8xf32>
 // CHECK: memref.dealloc
-// CHECK: gpu.dealloc async
+// CHECK: gpu.dealloc  %[[BUF]]
 func.func @host_only(%arg0: memref<4xf32>) {
   %buf = memref.alloc() : memref<4xf32>
   memref.copy %arg0, %buf : memref<4xf32> to memref<4xf32>
@@ -56,4 +56,46 @@ func.func @host_only(%arg0: memref<4xf32>) {
   }
   memref.dealloc %buf : memref<4xf32>
   return
+}
+
+// -----
+
+// Where each buffer lives: kernels alone touch %dev (a structured op, a
+// forall, a generated launch, views of it, a load inside a structured
+// op's body), so it is device memory; the host reads %read (a count that
+// sizes later work) and the caller receives a view of %ret, so those two are
+// host-shared.
+
+// CHECK-LABEL: func.func @placement
+// CHECK: %[[DEV:.*]] = gpu.alloc  (%{{.*}}) : memref<?xf32>
+// CHECK: %[[READ:.*]] = gpu.alloc  host_shared () : memref<2xi64>
+// CHECK: %[[RET:.*]] = gpu.alloc  host_shared (%{{.*}}) : memref<?xf32>
+// CHECK: memref.load %[[READ]]
+// CHECK: memref.expand_shape %[[RET]]
+func.func @placement(%n: index, %idx: memref<?xindex>) -> memref<?x1xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f32
+  %dev = memref.alloc(%n) : memref<?xf32>
+  linalg.fill ins(%zero : f32) outs(%dev : memref<?xf32>)
+  %read = memref.alloc() : memref<2xi64>
+  %ret = memref.alloc(%n) : memref<?xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>],
+                  iterator_types = ["parallel"]}
+      ins(%idx : memref<?xindex>) outs(%ret : memref<?xf32>) {
+  ^bb0(%i: index, %out: f32):
+    %v = memref.load %dev[%i] : memref<?xf32>
+    linalg.yield %v : f32
+  }
+  scf.forall (%i) in (%n) {
+    %view = memref.subview %dev[%i] [1] [1] : memref<?xf32> to memref<1xf32, strided<[1], offset: ?>>
+    memref.store %zero, %view[%c0] : memref<1xf32, strided<[1], offset: ?>>
+    %ci = arith.index_cast %i : index to i64
+    memref.store %ci, %read[%c1] : memref<2xi64>
+  }
+  %count = memref.load %read[%c1] : memref<2xi64>
+  %expanded = memref.expand_shape %ret [[0, 1]] output_shape [%n, 1] : memref<?xf32> into memref<?x1xf32>
+  memref.dealloc %dev : memref<?xf32>
+  memref.dealloc %read : memref<2xi64>
+  return %expanded : memref<?x1xf32>
 }

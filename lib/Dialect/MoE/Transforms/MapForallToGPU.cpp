@@ -302,20 +302,16 @@ LogicalResult MoEMapForallToGPUPass::placeTiles(IRRewriter &rewriter,
     rewriter.setInsertionPoint(launch);
     Value bytes = arith::MulIOp::create(rewriter, loc, gridSize,
                                         indexConstant(rewriter, loc, total));
-    Type tokenType = gpu::AsyncTokenType::get(rewriter.getContext());
+    // Allocated and freed in stream order once -moe-async-gpu-stream makes
+    // these asynchronous.
     auto scratch = gpu::AllocOp::create(
-        rewriter, loc, MemRefType::get({ShapedType::kDynamic}, i8), tokenType,
-        ValueRange(), ValueRange{bytes}, ValueRange(), /*hostShared=*/false);
-    gpu::WaitOp::create(rewriter, loc, Type(),
-                        ValueRange{scratch.getAsyncToken()});
+        rewriter, loc, MemRefType::get({ShapedType::kDynamic}, i8),
+        /*asyncToken=*/Type(), ValueRange(), ValueRange{bytes}, ValueRange(),
+        /*hostShared=*/false);
     base = scratch.getMemref();
     rewriter.setInsertionPointAfter(launch);
-    Value start = gpu::WaitOp::create(rewriter, loc, tokenType, ValueRange())
-                      .getAsyncToken();
-    Value done = gpu::DeallocOp::create(rewriter, loc, tokenType,
-                                        ValueRange{start}, base)
-                     .getAsyncToken();
-    gpu::WaitOp::create(rewriter, loc, Type(), ValueRange{done});
+    gpu::DeallocOp::create(rewriter, loc, /*asyncToken=*/Type(), ValueRange(),
+                           base);
     rewriter.setInsertionPointToStart(&body);
     blockOffset = arith::MulIOp::create(rewriter, loc, launch.getBlockIds().x,
                                         indexConstant(rewriter, loc, total));

@@ -3,8 +3,9 @@
 // Part of the moe-mlir project.
 //
 // Implements -moe-prepare-gpu-mapping, which readies bufferized tiled IR for
-// the upstream parallel-loop-to-GPU mapping: each scf.forall iteration
-// becomes one GPU thread block, and host code and kernels share memory.
+// -moe-map-forall-to-gpu: copies inside future kernels become linalg, and
+// host buffers become GPU buffers, in device memory unless host code
+// touches them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +17,8 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 
 namespace mlir::moe {
 #define GEN_PASS_DEF_MOEPREPAREGPUMAPPING
@@ -30,6 +33,54 @@ struct MoEPrepareGPUMappingPass
     : public moe::impl::MoEPrepareGPUMappingBase<MoEPrepareGPUMappingPass> {
   void runOnOperation() override;
 };
+
+/// Whether a function argument's memory: the caller's, which may be plain
+/// host memory.
+bool isFunctionArgument(Value value) {
+  auto arg = dyn_cast<BlockArgument>(value);
+  return arg && arg.getOwner()->isEntryBlock() &&
+         isa<FunctionOpInterface>(arg.getOwner()->getParentOp());
+}
+
+/// Whether host code may read or write `buffer` (a host allocation), through
+/// it or any view of it: a host load or store, a call, a return to the
+/// caller, a copy that stays on the host (from the caller's memory), or any
+/// op this does not know. Kernels (forall bodies, structured ops and copies,
+/// which -moe-map-forall-to-gpu maps onto the GPU, generated launches) and
+/// shape queries do not count.
+bool isReachedByHost(Value buffer) {
+  SmallVector<Value> worklist = {buffer};
+  while (!worklist.empty()) {
+    Value value = worklist.pop_back_val();
+    for (OpOperand &use : value.getUses()) {
+      Operation *user = use.getOwner();
+      // Inside a future kernel: a forall body or a structured op's body
+      // (which reads buffers it captures, like a gather).
+      if (user->getParentOfType<scf::ForallOp>() ||
+          user->getParentOfType<linalg::LinalgOp>())
+        continue;
+      if (auto view = dyn_cast<ViewLikeOpInterface>(user)) {
+        if (view.getViewSource() == value) {
+          for (Value result : user->getResults())
+            worklist.push_back(result);
+          continue;
+        }
+      }
+      if (auto copy = dyn_cast<memref::CopyOp>(user)) {
+        if (!isFunctionArgument(copy.getSource()))
+          continue;
+        return true;
+      }
+      if (isa<linalg::LinalgOp, gpu::LaunchFuncOp, gpu::MemcpyOp,
+              memref::DeallocOp, memref::DimOp,
+              memref::ExtractStridedMetadataOp,
+              memref::ExtractAlignedPointerAsIndexOp>(user))
+        continue;
+      return true;
+    }
+  }
+  return false;
+}
 } // namespace
 
 void MoEPrepareGPUMappingPass::runOnOperation() {
@@ -49,7 +100,7 @@ void MoEPrepareGPUMappingPass::runOnOperation() {
                                                 copy.getTarget());
   }
 
-  // Arguments that a future kernel reads are copied once into host-shared
+  // Arguments that a future kernel reads are copied once into device
   // memory: the caller's buffers may be plain host memory, which a GPU
   // without host page access cannot read. (Bufferized arguments are only
   // read, so nothing is copied back.)
@@ -70,19 +121,21 @@ void MoEPrepareGPUMappingPass::runOnOperation() {
       if (type.isDynamicDim(i))
         dynamicSizes.push_back(memref::DimOp::create(rewriter, loc, arg, i));
     Value copy = memref::AllocOp::create(rewriter, loc, type, dynamicSizes);
-    memref::CopyOp::create(rewriter, loc, arg, copy);
+    gpu::MemcpyOp::create(rewriter, loc, /*asyncToken=*/Type(),
+                          /*asyncDependencies=*/ValueRange(), copy, arg);
     rewriter.replaceUsesWithIf(arg, copy, [&](OpOperand &use) {
       return use.getOwner()->getParentOfType<scf::ForallOp>() != nullptr;
     });
-    // Freed before every return (it becomes a shared gpu.dealloc below).
+    // Freed before every return (it becomes a gpu.dealloc below).
     func.walk([&](func::ReturnOp ret) {
       rewriter.setInsertionPoint(ret);
       memref::DeallocOp::create(rewriter, loc, copy);
     });
   }
 
-  // Host buffers are allocated in memory that host and device share, since
-  // host loops and kernels read and write the same buffers.
+  // Host buffers become GPU buffers: in device memory when only kernels
+  // touch them, in memory that host and device share when host code reads
+  // or writes them, or the caller receives them.
   SmallVector<memref::AllocOp> allocs;
   SmallVector<memref::DeallocOp> deallocs;
   func.walk([&](Operation *op) {
@@ -95,24 +148,20 @@ void MoEPrepareGPUMappingPass::runOnOperation() {
   });
   for (memref::AllocOp alloc : allocs) {
     rewriter.setInsertionPoint(alloc);
-    auto shared = gpu::AllocOp::create(
+    auto buffer = gpu::AllocOp::create(
         rewriter, alloc.getLoc(), alloc.getType(), /*asyncToken=*/Type(),
         /*asyncDependencies=*/ValueRange(), alloc.getDynamicSizes(),
-        alloc.getSymbolOperands(), /*hostShared=*/true);
-    rewriter.replaceOp(alloc, shared.getMemref());
+        alloc.getSymbolOperands(),
+        /*hostShared=*/isReachedByHost(alloc.getMemref()));
+    rewriter.replaceOp(alloc, buffer.getMemref());
   }
-  // The GPU-to-LLVM lowering frees only asynchronously: free on a fresh
-  // stream and wait for it.
-  Type tokenType = gpu::AsyncTokenType::get(&getContext());
+  // Freed in stream order by -moe-async-gpu-stream, which makes these
+  // asynchronous.
   for (memref::DeallocOp dealloc : deallocs) {
     rewriter.setInsertionPoint(dealloc);
-    Location loc = dealloc.getLoc();
-    Value start = gpu::WaitOp::create(rewriter, loc, tokenType, ValueRange())
-                      .getAsyncToken();
-    Value done = gpu::DeallocOp::create(rewriter, loc, tokenType,
-                                        ValueRange{start}, dealloc.getMemref())
-                     .getAsyncToken();
-    gpu::WaitOp::create(rewriter, loc, Type(), ValueRange{done});
+    gpu::DeallocOp::create(rewriter, dealloc.getLoc(), /*asyncToken=*/Type(),
+                           /*asyncDependencies=*/ValueRange(),
+                           dealloc.getMemref());
     rewriter.eraseOp(dealloc);
   }
 }

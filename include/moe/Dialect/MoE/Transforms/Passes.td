@@ -797,6 +797,30 @@ def MoEInsertShapeChecks : Pass<"moe-insert-shape-checks", "::mlir::ModuleOp"> {
   ];
 }
 
+def MoEAsyncGPUStream : Pass<"moe-async-gpu-stream", "::mlir::func::FuncOp"> {
+  let summary = "Run a function's GPU work asynchronously, in program order, on one stream";
+  let description = [{
+    Runs on host code after `-moe-map-forall-to-gpu`. The GPU ops of each
+    host block (`gpu.launch`, `gpu.launch_func`, device `gpu.alloc`,
+    `gpu.dealloc`, `gpu.memcpy`, `gpu.memset`) become asynchronous and are
+    chained by their tokens, in program order, from one `gpu.wait async`
+    (which the GPU-to-LLVM lowering makes one stream): the host queues a
+    whole function's kernels without waiting for any. Allocation and
+    release of device buffers are stream-ordered too (moert's adapter
+    serves them from the driver's memory pool).
+
+    The host waits (`gpu.wait`) only where it must: before an op of its own
+    with memory effects (a load of a value a kernel wrote, a call), before
+    an op with regions (whose blocks get their own chains), and before the
+    block's terminator, so the caller finds every result written.
+    `gpu.alloc host_shared` stays synchronous: it is not stream-ordered.
+    A `gpu.launch` or `gpu.launch_func` that is already asynchronous joins
+    the chain; a `gpu.wait async` without dependencies is replaced by the
+    chain's token.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
 def MoEMapForallToGPU : Pass<"moe-map-forall-to-gpu", "::mlir::func::FuncOp"> {
   let summary = "Turn each scf.forall of bufferized tiled IR into a GPU kernel whose threads share the tile program";
   let description = [{
