@@ -44,6 +44,9 @@ void mlir::moe::buildLowerToNVVMPipeline(OpPassManager &pm,
     expertOptions.stages = options.expertStages;
     expertOptions.blockCols = options.expertBlockCols;
     nested.addPass(createMoEGenerateExpertKernels(expertOptions));
+    // The lm_head loss as whole-batch projections of vocabulary chunks and
+    // row reductions, before -moe-tile-loss would make it token tiles.
+    nested.addNestedPass<func::FuncOp>(createMoEChunkLoss());
   });
   if (options.emitCInterface)
     pm.addNestedPass<func::FuncOp>(LLVM::createLLVMRequestCWrappersPass());

@@ -311,10 +311,12 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
   auto kernel = static_cast<CUfunction>(function);
   auto cuStream = static_cast<CUstream>(stream);
   AdapterState &s = state();
-  // More than 48 KiB of dynamic shared memory must be asked for, once per
-  // kernel and size (and then the largest shared-memory carveout, so that
-  // as many blocks as the shared memory allows share an SM).
-  if (smem > 48 * 1024) {
+  // More than 48 KiB of shared memory in all (the kernel's static shared
+  // memory, as small as the 16-byte anchor that MLIR declares for the
+  // dynamic part, plus `smem`) must be asked for, once per kernel and
+  // size (and then the largest shared-memory carveout, so that as many
+  // blocks as the shared memory allows share an SM).
+  if (smem > 0) {
     bool allowed;
     {
       std::lock_guard<std::mutex> lock(s.mutex);
@@ -322,10 +324,15 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
       allowed = known != s.sharedLimits.end() && known->second >= smem;
     }
     if (!allowed) {
-      MOERT_MLIR_CHECK(cuFuncSetAttribute(
-          kernel, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem));
-      MOERT_MLIR_CHECK(cuFuncSetAttribute(
-          kernel, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100));
+      int staticBytes = 0;
+      MOERT_MLIR_CHECK(cuFuncGetAttribute(
+          &staticBytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, kernel));
+      if (staticBytes + smem > 48 * 1024) {
+        MOERT_MLIR_CHECK(cuFuncSetAttribute(
+            kernel, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem));
+        MOERT_MLIR_CHECK(cuFuncSetAttribute(
+            kernel, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100));
+      }
       std::lock_guard<std::mutex> lock(s.mutex);
       s.sharedLimits[function] = smem;
     }

@@ -9,13 +9,16 @@
 // Both kernels are queued on one stream (-moe-async-gpu-stream), which the
 // host waits for once, before returning.
 // CHECK: llvm.func @matmul(
+// The matmul reads rows of A along its reduction and a small B, so each
+// output is one warp's (lanes along k, shuffles).
 // CHECK: %[[STREAM:.*]] = llvm.call @mgpuStreamCreate()
 // CHECK-NEXT: gpu.launch_func <%[[STREAM]] : !llvm.ptr> @matmul_fill_l{{[0-9]+}}_0::
-// CHECK-NEXT: gpu.launch_func <%[[STREAM]] : !llvm.ptr> @matmul_matmul_l{{[0-9]+}}_1::
+// CHECK-NOT: mgpuStreamSynchronize
+// CHECK: gpu.launch_func <%[[STREAM]] : !llvm.ptr> @matmul_matmul_warps_l{{[0-9]+}}_1::
 // CHECK-NEXT: llvm.call @mgpuStreamSynchronize(%[[STREAM]])
 // CHECK: llvm.func @_mlir_ciface_matmul(
 // CHECK: gpu.binary @matmul_fill_{{.*}}.target sm_90
-// CHECK: gpu.binary @matmul_matmul_{{.*}}.target sm_90
+// CHECK: gpu.binary @matmul_matmul_warps_{{.*}}.target sm_90
 
 func.func @matmul(%a: tensor<?x64xf32>, %b: tensor<64x32xf32>) -> tensor<?x32xf32> {
   %c0 = arith.constant 0 : index

@@ -93,8 +93,12 @@ func.func @element_program(%idx: memref<?xi64>, %out: memref<?xi64>, %n: index) 
 
 // -----
 
-// A host structured op: a grid-stride loop over its parallel iterations;
-// one without parallel dimensions runs on one thread.
+// A host structured op: a grid-stride loop over its parallel iterations,
+// one thread each (an element-wise op, a reduction over fewer than 32
+// iterations); a reduction over 32 or more iterations (or a dynamic count)
+// takes one warp per output, lanes striding over the reduction, partials
+// combined by five xor shuffles, lane 0 updating the output; with no
+// parallel dimension, one warp in all.
 
 // CHECK-LABEL: func.func @host_ops(
 // CHECK:         gpu.launch {{.*}} threads(%[[TX:.+]], %{{.+}}, %{{.+}}) in (%[[BDX:[^ ]+]] = %c256
@@ -103,10 +107,47 @@ func.func @element_program(%idx: memref<?xi64>, %out: memref<?xi64>, %n: index) 
 // CHECK:           %[[STEP:.+]] = arith.muli %{{.+}}, %[[BDX]]
 // CHECK:           scf.for %{{.+}} = %[[START]] to %{{.+}} step %[[STEP]] {
 // CHECK-NOT:       gpu.barrier
-// CHECK:         gpu.launch blocks({{.*}}) in (%{{.+}} = %c1{{.*}}, %{{.+}} = %c1{{.*}}, %{{.+}} = %c1{{.*}}) threads({{.*}}) in (%{{.+}} = %c1{{.*}}, %{{.+}} = %c1{{.*}}, %{{.+}} = %c1
-// CHECK-SAME:    function(@host_ops_generic_l{{[0-9]+}}_1)
-// CHECK:           linalg.generic
-func.func @host_ops(%x: memref<?x64xf32>, %rows: memref<?xf32>, %total: memref<f32>) {
+// CHECK:         gpu.launch {{.*}} threads(%[[TX2:.+]], %{{.+}}, %{{.+}}) in (%{{.+}} = %c256
+// CHECK-SAME:    function(@host_ops_generic_warps_l{{[0-9]+}}_1)
+// CHECK:           %[[LANE:.+]] = arith.remui %[[TX2]], %c32
+// CHECK:           scf.for
+// CHECK:             %[[SUM:.+]] = scf.for %{{.+}} = %[[LANE]] to %{{.+}} step %c32{{.*}} iter_args(%[[ACC:.+]] = %cst{{.*}}) -> (f32)
+// CHECK:               memref.load
+// CHECK:               arith.addf %[[ACC]]
+// CHECK:             %[[S16:.+]], %{{.+}} = gpu.shuffle  xor %[[SUM]], %c16_i32
+// CHECK:             arith.addf %[[SUM]], %[[S16]]
+// CHECK-COUNT-4:     gpu.shuffle  xor
+// CHECK:             %[[FIRST:.+]] = arith.cmpi eq, %[[LANE]], %c0
+// CHECK:             scf.if %[[FIRST]] {
+// CHECK:               %[[OLD:.+]] = memref.load %{{.+}}[%{{.+}}] : memref<?xf32>
+// CHECK:               %[[NEW:.+]] = arith.addf %[[OLD]], %{{.+}}
+// CHECK:               memref.store %[[NEW]], %{{.+}}[%{{.+}}] : memref<?xf32>
+// CHECK:         function(@host_ops_generic_warps_l{{[0-9]+}}_2)
+// CHECK:             arith.maxnumf
+// CHECK-COUNT-5:     gpu.shuffle  xor
+// CHECK:             memref.store {{.*}} : memref<f32>
+// CHECK:         function(@host_ops_generic_warps_l{{[0-9]+}}_3)
+// CHECK:             scf.for {{.*}} iter_args({{.*}}) -> (f32, f32)
+// CHECK-COUNT-10:    gpu.shuffle  xor
+// CHECK:         function(@host_ops_generic_l{{[0-9]+}}_4)
+// CHECK-NOT:         gpu.shuffle
+// A projection onto [k, n] weights: lanes would read down a column of the
+// large weight, so one thread per output; onto small [k, 4] weights, warps.
+// CHECK:         function(@host_ops_generic_l{{[0-9]+}}_5)
+// CHECK-NOT:         gpu.shuffle
+// CHECK:         function(@host_ops_generic_warps_l{{[0-9]+}}_6)
+// CHECK:             gpu.shuffle
+// CHECK:           return
+func.func @host_ops(%x: memref<?x64xf32>, %rows: memref<?xf32>, %total: memref<f32>,
+                    %sq: memref<?xf32>, %narrow: memref<?x4xf32>, %four: memref<?xf32>,
+                    %wide_w: memref<64x512xf32>, %wide_y: memref<?x512xf32>,
+                    %thin_w: memref<64x4xf32>, %thin_y: memref<?x4xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      outs(%x : memref<?x64xf32>) {
+  ^bb0(%a: f32):
+    %d = arith.addf %a, %a : f32
+    linalg.yield %d : f32
+  }
   linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
       ins(%x : memref<?x64xf32>) outs(%rows : memref<?xf32>) {
   ^bb0(%a: f32, %acc: f32):
@@ -116,7 +157,35 @@ func.func @host_ops(%x: memref<?x64xf32>, %rows: memref<?xf32>, %total: memref<f
   linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>], iterator_types = ["reduction"]}
       ins(%rows : memref<?xf32>) outs(%total : memref<f32>) {
   ^bb0(%a: f32, %acc: f32):
+    %s = arith.maxnumf %acc, %a : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<?x64xf32>) outs(%rows, %sq : memref<?xf32>, memref<?xf32>) {
+  ^bb0(%a: f32, %acc: f32, %acc2: f32):
     %s = arith.addf %acc, %a : f32
+    %a2 = arith.mulf %a, %a : f32
+    %s2 = arith.addf %acc2, %a2 : f32
+    linalg.yield %s, %s2 : f32, f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%narrow : memref<?x4xf32>) outs(%four : memref<?xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %s = arith.addf %acc, %a : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %wide_w : memref<?x64xf32>, memref<64x512xf32>) outs(%wide_y : memref<?x512xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %thin_w : memref<?x64xf32>, memref<64x4xf32>) outs(%thin_y : memref<?x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
     linalg.yield %s : f32
   }
   return

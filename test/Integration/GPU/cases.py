@@ -225,6 +225,9 @@ LIBRARIES = [
     Library("experts", "test/Integration/GPU/Inputs/experts-small.mlir",
             modules=["moe_expert_kernels"],
             what="grouped bf16 SwiGLU expert GEMMs on ragged groups"),
+    Library("mapped", "test/Integration/GPU/Inputs/mapped-ops.mlir",
+            what="ops no generator takes (norms, cross-entropy, embedding), mapped "
+                 "by -moe-map-forall-to-gpu: row reductions one warp per output"),
     Library("kimi_tiny_fn", "examples/models/kimi-tiny.mlir",
             moe_opt=["-convert-moe-model-to-func"],
             modules=["moe_kda_kernels", "moe_attention_kernels", "moe_routing_kernels"],
@@ -562,6 +565,34 @@ def experts_cases():
     return cases
 
 
+def mapped_cases():
+    # Ragged token counts (3 x 37 = 111 rows: not a multiple of the eight
+    # warps of a block) and one row.
+    cases = []
+    for B, T in ((3, 37), (1, 1), (2, 300)):
+        cases.append(KernelCase(
+            f"mapped/rms_norm/B{B}_T{T}", "mapped", "rms_norm",
+            [Input("x", (B, T, 256), Uniform(-2, 2)), Input("w", (256,), Uniform(0.5, 1.5))],
+            [Check(0, "y", F32)],
+            lambda ctx, paths: {0: ctx.moe_reference("rms_norm", paths, [])}))
+        cases.append(KernelCase(
+            f"mapped/l2_norm/B{B}_T{T}", "mapped", "l2_norm",
+            [Input("x", (B, T, 64), Uniform(-1, 1))], [Check(0, "y", F32)],
+            lambda ctx, paths: {0: ctx.moe_reference("l2_norm", paths, [])}))
+        cases.append(KernelCase(
+            f"mapped/cross_entropy/B{B}_T{T}", "mapped", "cross_entropy",
+            [Input("z", (B, T, 300), Uniform(-4, 4)),
+             Input("labels", (B, T), Integers(0, 300, ignore_every=5 if B * T > 1 else 0))],
+            [Check(0, "loss", F32)],
+            lambda ctx, paths: {0: ctx.moe_reference("cross_entropy", paths, [])}))
+        cases.append(KernelCase(
+            f"mapped/embedding/B{B}_T{T}", "mapped", "embedding",
+            [Input("tokens", (B, T), Integers(0, 300)), Input("table", (300, 48), Uniform(-1, 1))],
+            [Check(0, "h", EXACT)],
+            lambda ctx, paths: {0: ctx.moe_reference("embedding", paths, [])}))
+    return cases
+
+
 def model_fn_reference(ctx, paths):
     """test/tools/model-reference/model_reference.py loss: the fp64 NumPy
     model on the same parameters and batch."""
@@ -629,17 +660,21 @@ class ProgramCase:
 
     kind = "program"
 
-    def __init__(self, name, program, expect, timeout=120):
+    def __init__(self, name, program, expect, timeout=120, files=None):
         self.name, self.program, self.expect, self.timeout = name, program, expect, timeout
+        # Environment variable -> a file of the build folder that the
+        # program reads: copied into the suite, the variable names the copy.
+        self.files = dict(files or {})
 
 
 def program_cases():
     return [ProgramCase("runtime/moert-device-test", "moert-device-test",
                         r"moert-device-test: all \d+ checks passed"),
             ProgramCase("runtime/moert-launch-test", "moert-launch-test",
-                        r"moert-launch-test: all \d+ checks passed")]
+                        r"moert-launch-test: all \d+ checks passed",
+                        files={"MOERT_TEST_CUBIN": "runtime/test/kernels.sm_90.cubin"})]
 
 
 def all_cases():
     return (program_cases() + kda_cases() + mla_cases() + moe_cases() + routing_cases()
-            + experts_cases() + model_fn_cases() + model_cases())
+            + experts_cases() + mapped_cases() + model_fn_cases() + model_cases())

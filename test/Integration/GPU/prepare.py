@@ -445,8 +445,16 @@ class Prepare:
         deps = run(["ldd", src], "ldd").stdout
         for soname, path in re.findall(r"^\s*(libfmt\S*) => (\S+)", deps, re.M):
             shutil.copy(path, self.path(f"programs/lib/{soname}"))
+        env = {}
+        for variable, rel in case.files.items():
+            path = os.path.join(os.path.dirname(self.bin), rel)
+            if not os.path.exists(path):
+                raise PrepareError(f"{path} is missing (built with {case.program})")
+            shutil.copy(path, self.path(f"programs/{os.path.basename(rel)}"))
+            env[variable] = f"programs/{os.path.basename(rel)}"
         return {"name": case.name, "kind": "program", "timeout": case.timeout,
-                "program": f"programs/{case.program}", "expect": case.expect}
+                "program": f"programs/{case.program}", "expect": case.expect,
+                "env": env}
 
 
 def describe(case):

@@ -466,6 +466,8 @@ class Runner:
         libs = os.path.join(self.suite, "programs", "lib")
         env["LD_LIBRARY_PATH"] = libs + (":" + env["LD_LIBRARY_PATH"]
                                          if env.get("LD_LIBRARY_PATH") else "")
+        for variable, rel in case.get("env", {}).items():
+            env[variable] = os.path.join(self.suite, rel)
         limit = min(case["timeout"] * self.args.timeout_scale, max(self.left(), 1))
         try:
             r = subprocess.run([prog], capture_output=True, text=True, timeout=limit, env=env)

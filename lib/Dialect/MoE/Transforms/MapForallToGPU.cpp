@@ -12,6 +12,8 @@
 
 #include "moe/Dialect/MoE/Transforms/Passes.h"
 
+#include "WarpReduction.h"
+
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
@@ -242,6 +244,7 @@ private:
   /// so that a profile by kernel name says what each one computes.
   void nameKernel(gpu::LaunchOp launch, StringRef what, Location loc);
   LogicalResult mapHostOp(IRRewriter &rewriter, linalg::LinalgOp op);
+  LogicalResult mapHostReduction(IRRewriter &rewriter, linalg::LinalgOp op);
   int64_t kernels = 0;
 
   LogicalResult mapForall(IRRewriter &rewriter, scf::ForallOp forall);
@@ -465,6 +468,8 @@ LogicalResult MoEMapForallToGPUPass::mapHostOp(IRRewriter &rewriter,
   rewriter.setInsertionPoint(op);
   Value one = indexConstant(rewriter, loc, 1);
   Value threads = one, grid = one;
+  if (isWarpReduction(op))
+    return mapHostReduction(rewriter, op);
   if (op.getNumParallelLoops() > 0) {
     // Enough blocks for one iteration per thread, at most 2^20 of them.
     SmallVector<Range> ranges = op.createLoopRanges(rewriter, loc);
@@ -504,6 +509,54 @@ LogicalResult MoEMapForallToGPUPass::mapHostOp(IRRewriter &rewriter,
                                /*barrier=*/false)))
     return failure();
   return sequentializeParallelLoops(rewriter, launch);
+}
+
+/// A reduction of the host code -> a kernel with one warp per output
+/// element (see WarpReduction.h), enough 256-thread blocks for one warp per
+/// output, at most 2^20 of them.
+LogicalResult MoEMapForallToGPUPass::mapHostReduction(IRRewriter &rewriter,
+                                                      linalg::LinalgOp op) {
+  Location loc = op.getLoc();
+  rewriter.setInsertionPoint(op);
+  Value one = indexConstant(rewriter, loc, 1);
+  Value outputs = one;
+  SmallVector<Range> ranges = op.createLoopRanges(rewriter, loc);
+  for (auto [range, it] : llvm::zip(ranges, op.getIteratorTypesArray()))
+    if (linalg::isParallelIterator(it))
+      outputs = arith::MulIOp::create(
+          rewriter, loc, outputs,
+          tripCount(
+              rewriter, loc,
+              getValueOrCreateConstantIndexOp(rewriter, loc, range.offset),
+              getValueOrCreateConstantIndexOp(rewriter, loc, range.size),
+              getValueOrCreateConstantIndexOp(rewriter, loc, range.stride)));
+  Value threads = indexConstant(rewriter, loc, blockSize);
+  Value warpsPerBlock = indexConstant(rewriter, loc, blockSize / 32);
+  Value blocks =
+      arith::CeilDivUIOp::create(rewriter, loc, outputs, warpsPerBlock);
+  blocks = arith::MinUIOp::create(rewriter, loc, blocks,
+                                  indexConstant(rewriter, loc, 1 << 20));
+  Value grid = arith::MaxUIOp::create(rewriter, loc, blocks, one);
+  auto launch =
+      gpu::LaunchOp::create(rewriter, loc, grid, one, one, threads, one, one);
+  nameKernel(launch, (op->getName().stripDialect() + "_warps").str(), loc);
+  Block &body = launch.getBody().front();
+  rewriter.setInsertionPointToEnd(&body);
+  auto terminator = gpu::TerminatorOp::create(rewriter, loc);
+  rewriter.moveOpBefore(op, terminator);
+  rewriter.setInsertionPoint(op);
+  Value warpSize = indexConstant(rewriter, loc, 32);
+  Value tid = launch.getThreadIds().x;
+  Value warp = arith::AddIOp::create(
+      rewriter, loc,
+      arith::MulIOp::create(rewriter, loc, launch.getBlockIds().x,
+                            warpsPerBlock),
+      arith::DivUIOp::create(rewriter, loc, tid, warpSize));
+  Value warps = arith::MulIOp::create(rewriter, loc, launch.getGridSize().x,
+                                      warpsPerBlock);
+  Value lane = arith::RemUIOp::create(rewriter, loc, tid, warpSize);
+  emitWarpReduction(rewriter, op, warp, warps, lane);
+  return success();
 }
 
 LogicalResult MoEMapForallToGPUPass::mapForall(IRRewriter &rewriter,

@@ -522,6 +522,42 @@ def MoETileAttention : Pass<"moe-tile-attention"> {
 }
 
 
+def MoEChunkLoss : Pass<"moe-chunk-loss", "::mlir::func::FuncOp"> {
+  let summary = "Lower the lm_head loss to whole-batch projections of vocabulary chunks and row reductions";
+  let description = [{
+    The GPU back end's form of `moe.linear_cross_entropy` (ALGORITHMS.md
+    section 7.2), at the host level where a GEMM and row reductions are
+    each one kernel over all the tokens (the tile form of `-moe-tile-loss`
+    is one program per token tile, without tensor cores). The tokens are
+    flattened to `[N, d]`; for each chunk of `vocab-chunk` rows of `W`
+    (unrolled; the last one may be shorter) it builds the fp32 logits of
+    the chunk, `z_c = x W_c^T` (a projection, which
+    `-moe-generate-gemm-kernels` takes where it runs), their row maximum,
+    and updates the per-token online log-sum-exp (running maximum `m` and
+    sum `l = l exp(m - m') + sum exp(z_c - m')`) and the label's logit (a
+    gather from the chunk holding it). Then `lse = m + log l` and the mean
+    of `lse - z[label]` over the valid labels. Only one chunk's
+    `[N, vocab-chunk]` logits exist at a time.
+
+    Requirements: static `d` and `V` (a located error otherwise). Operands
+    of any float type; the logits, statistics and loss are fp32.
+    `moe.linear_cross_entropy_grad` is left to `-moe-tile-loss`.
+  }];
+  let options = [
+    Option<"vocabChunk", "vocab-chunk", "int64_t", /*default=*/"8192",
+           "Vocabulary rows of W per chunk (positive)">
+  ];
+  let statistics = [
+    Statistic<"numLowered", "num-lowered", "Number of loss ops lowered">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+}
+
 def MoETileLoss : Pass<"moe-tile-loss"> {
   let summary = "Lower the lm_head loss and its adjoints in vocabulary chunks";
   let description = [{

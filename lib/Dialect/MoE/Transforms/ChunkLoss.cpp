@@ -1,0 +1,222 @@
+//===- ChunkLoss.cpp - The lm_head loss as chunk projections and reductions
+//===//
+//
+// Part of the moe-mlir project.
+//
+// Implements -moe-chunk-loss: moe.linear_cross_entropy becomes, for each
+// vocabulary chunk, a projection of all the tokens onto the chunk's rows of
+// W and row reductions that update an online log-sum-exp, so that the GPU
+// runs each as one well-mapped kernel (a GEMM, a warp per row) instead of
+// one tile program per token tile.
+//
+//===----------------------------------------------------------------------===//
+
+#include "moe/Dialect/MoE/IR/MoE.h"
+#include "moe/Dialect/MoE/Transforms/Passes.h"
+#include "moe/Dialect/MoE/Utils/TensorBuilder.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/PatternMatch.h"
+
+#include <limits>
+
+namespace mlir::moe {
+#define GEN_PASS_DEF_MOECHUNKLOSS
+#include "moe/Dialect/MoE/Transforms/Passes.h.inc"
+} // namespace mlir::moe
+
+using namespace mlir;
+using namespace mlir::moe;
+
+namespace {
+
+struct MoEChunkLossPass : public moe::impl::MoEChunkLossBase<MoEChunkLossPass> {
+  using Base::Base;
+  void runOnOperation() override;
+};
+
+/// `value: [...]` as one dimension.
+Value flattenAll(ImplicitLocOpBuilder &b, Value value) {
+  int64_t rank = tensorTypeOf(value).getRank();
+  if (rank == 1)
+    return value;
+  ReassociationIndices all;
+  for (int64_t i = 0; i < rank; ++i)
+    all.push_back(i);
+  return tensor::CollapseShapeOp::create(b, value,
+                                         ArrayRef<ReassociationIndices>{all});
+}
+
+/// The loss and the per-token log-sum-exp of `op` (see the pass).
+std::pair<Value, Value> lowerInChunks(ImplicitLocOpBuilder &b,
+                                      LinearCrossEntropyOp op, int64_t chunk) {
+  TensorBuilder tb(b);
+  MLIRContext *ctx = b.getContext();
+  Type f32 = b.getF32Type();
+  Value x = tb.flattenTokens(op.getInput());
+  Value labels = flattenAll(b, op.getLabels());
+  Value weight = op.getWeight();
+  ArrayRef<int64_t> wShape = tensorTypeOf(weight).getShape();
+  int64_t vocab = wShape[0], width = wShape[1];
+  Type labelType = tensorTypeOf(labels).getElementType();
+  SmallVector<OpFoldResult> tokens = {tb.sizesOf(x)[0]};
+  double negInf = -std::numeric_limits<double>::infinity();
+
+  AffineMap rows = AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx);
+  AffineMap identity2 = b.getMultiDimIdentityMap(2);
+  AffineMap identity1 = b.getMultiDimIdentityMap(1);
+
+  Value runMax = tb.filled(tokens, f32, negInf);
+  Value runSum = tb.filled(tokens, f32, 0.0);
+  Value picked = tb.filled(tokens, f32, 0.0);
+  for (int64_t start = 0; start < vocab; start += chunk) {
+    int64_t size = std::min(chunk, vocab - start);
+    Value rowsOfW = tensor::ExtractSliceOp::create(
+        b, weight,
+        ArrayRef<OpFoldResult>{b.getIndexAttr(start), b.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(size), b.getIndexAttr(width)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
+    Value logits = tb.project(x, rowsOfW, f32, /*transposed=*/true);
+    Value chunkMax = tb.reduceLast(
+        logits, f32, negInf, [](OpBuilder &nb, Location loc, ValueRange a) {
+          return arith::MaxNumFOp::create(nb, loc, a[1], a[0]).getResult();
+        });
+    Value newMax = tb.map(
+        ValueRange{runMax, chunkMax}, f32,
+        [](OpBuilder &nb, Location loc, ValueRange a) {
+          return arith::MaxNumFOp::create(nb, loc, a[0], a[1]).getResult();
+        });
+    Value chunkSum =
+        tb.generic(ValueRange{logits, newMax}, {identity2, rows},
+                   tb.filled(tokens, f32, 0.0), {rows}, 2, 1,
+                   [](OpBuilder &nb, Location loc, ValueRange a) {
+                     Value shifted = arith::SubFOp::create(nb, loc, a[0], a[1]);
+                     Value e = math::ExpOp::create(nb, loc, shifted);
+                     return SmallVector<Value>{
+                         arith::AddFOp::create(nb, loc, a[2], e)};
+                   })
+            .front();
+    // l' = l exp(m - m') + sum exp(z - m'); m = -inf at the start gives 0.
+    runSum =
+        tb.map(ValueRange{runSum, runMax, newMax, chunkSum}, f32,
+               [](OpBuilder &nb, Location loc, ValueRange a) {
+                 Value scale = math::ExpOp::create(
+                     nb, loc, arith::SubFOp::create(nb, loc, a[1], a[2]));
+                 Value kept = arith::MulFOp::create(nb, loc, a[0], scale);
+                 return arith::AddFOp::create(nb, loc, kept, a[3]).getResult();
+               });
+    runMax = newMax;
+    // The label's logit, from the chunk that holds it.
+    picked = tb.mapIndexed(
+        tokens, ValueRange{picked, labels}, {identity1, identity1}, f32,
+        [&](OpBuilder &nb, Location loc, ValueRange a) {
+          Value label = a[1];
+          if (!label.getType().isIndex())
+            label =
+                arith::IndexCastOp::create(nb, loc, nb.getIndexType(), label);
+          Value column = arith::SubIOp::create(
+              nb, loc, label, arith::ConstantIndexOp::create(nb, loc, start));
+          Value zero = arith::ConstantIndexOp::create(nb, loc, 0);
+          Value inChunk = arith::AndIOp::create(
+              nb, loc,
+              arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::sge, column,
+                                    zero),
+              arith::CmpIOp::create(
+                  nb, loc, arith::CmpIPredicate::slt, column,
+                  arith::ConstantIndexOp::create(nb, loc, size)));
+          // Clamped so that the read stays inside the chunk either way.
+          Value safe = arith::SelectOp::create(nb, loc, inChunk, column, zero);
+          Value row = linalg::IndexOp::create(nb, loc, 0);
+          Value z =
+              tensor::ExtractOp::create(nb, loc, logits, ValueRange{row, safe});
+          return arith::SelectOp::create(nb, loc, inChunk, z, a[0]).getResult();
+        });
+  }
+  Value lse =
+      tb.map(ValueRange{runMax, runSum}, f32,
+             [](OpBuilder &nb, Location loc, ValueRange a) {
+               Value log = math::LogOp::create(nb, loc, a[1]);
+               return arith::AddFOp::create(nb, loc, a[0], log).getResult();
+             });
+
+  // The mean over the valid labels: a sum and a count, one 0-d reduction.
+  int64_t ignore = op.getIgnoreIndex();
+  AffineMap toScalar = AffineMap::get(1, 0, {}, ctx);
+  Value zeroScalar = tb.filled({}, f32, 0.0);
+  SmallVector<Value> sums = tb.generic(
+      ValueRange{lse, picked, labels}, {identity1, identity1, identity1},
+      ValueRange{zeroScalar, zeroScalar}, {toScalar, toScalar}, 1, 0,
+      [&](OpBuilder &nb, Location loc, ValueRange a) {
+        Value ignored = arith::ConstantOp::create(
+            nb, loc, IntegerAttr::get(labelType, ignore));
+        Value valid = arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::ne,
+                                            a[2], ignored);
+        Value zero = arith::ConstantFloatOp::create(
+            nb, loc, cast<FloatType>(nb.getF32Type()), APFloat(0.0f));
+        Value one = arith::ConstantFloatOp::create(
+            nb, loc, cast<FloatType>(nb.getF32Type()), APFloat(1.0f));
+        Value term = arith::SelectOp::create(
+            nb, loc, valid, arith::SubFOp::create(nb, loc, a[0], a[1]), zero);
+        Value count = arith::SelectOp::create(nb, loc, valid, one, zero);
+        return SmallVector<Value>{arith::AddFOp::create(nb, loc, a[3], term),
+                                  arith::AddFOp::create(nb, loc, a[4], count)};
+      });
+  Value loss = tb.map(sums, f32, [](OpBuilder &nb, Location loc, ValueRange a) {
+    return arith::DivFOp::create(nb, loc, a[0], a[1]).getResult();
+  });
+
+  // lse in the labels' shape.
+  auto lseType = cast<RankedTensorType>(op.getLse().getType());
+  if (lseType.getRank() != 1) {
+    ReassociationIndices all;
+    for (int64_t i = 0; i < lseType.getRank(); ++i)
+      all.push_back(i);
+    SmallVector<OpFoldResult> shape = tb.sizesOf(op.getLabels());
+    lse = tensor::ExpandShapeOp::create(
+        b, lseType, lse, ArrayRef<ReassociationIndices>{all}, shape);
+  } else if (lse.getType() != lseType) {
+    lse = tensor::CastOp::create(b, lseType, lse);
+  }
+  if (loss.getType() != op.getLoss().getType())
+    loss = tensor::CastOp::create(b, op.getLoss().getType(), loss);
+  return {loss, lse};
+}
+
+} // namespace
+
+void MoEChunkLossPass::runOnOperation() {
+  if (vocabChunk <= 0) {
+    getOperation().emitError("-moe-chunk-loss: vocab-chunk must be positive, "
+                             "got ")
+        << static_cast<int64_t>(vocabChunk);
+    return signalPassFailure();
+  }
+  SmallVector<LinearCrossEntropyOp> ops;
+  getOperation().walk([&](LinearCrossEntropyOp op) { ops.push_back(op); });
+  IRRewriter rewriter(&getContext());
+  bool failed = false;
+  for (LinearCrossEntropyOp op : ops) {
+    auto weightType = tensorTypeOf(op.getWeight());
+    auto inputType = tensorTypeOf(op.getInput());
+    if (!weightType.hasStaticShape() ||
+        ShapedType::isDynamic(inputType.getShape().back())) {
+      op.emitOpError("-moe-chunk-loss needs a static vocabulary and width, "
+                     "got weight ")
+          << weightType;
+      failed = true;
+      continue;
+    }
+    rewriter.setInsertionPoint(op);
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    auto [loss, lse] = lowerInChunks(b, op, vocabChunk);
+    rewriter.replaceOp(op, ValueRange{loss, lse});
+    ++numLowered;
+  }
+  if (failed)
+    signalPassFailure();
+}

@@ -1,0 +1,275 @@
+//===- WarpReduction.cpp - Structured reductions, one warp per output -----===//
+//
+// Part of the moe-mlir project.
+//
+// Implements the warp mapping of structured reductions that
+// -moe-map-forall-to-gpu uses for the host code's reductions: a thread per
+// output reads a whole row alone (its neighbours a row apart, so no load is
+// coalesced, and a 0-d sum runs on one thread); a warp per output reads the
+// row with 32 neighbouring lanes and combines them with five shuffles.
+//
+//===----------------------------------------------------------------------===//
+
+#include "WarpReduction.h"
+
+#include "mlir/Analysis/SliceAnalysis.h"
+#include "mlir/Dialect/Affine/Utils.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+using namespace mlir;
+using namespace mlir::moe;
+
+namespace {
+
+constexpr int64_t kWarp = 32;
+/// Inputs of at most this many elements stay in the caches, however the
+/// lanes read them (a narrow projection's [d, 4] weights).
+constexpr int64_t kSmallInput = 16384;
+
+/// The one combiner that updates output `i` of `op` (see isWarpReduction),
+/// or null.
+Operation *outputCombiner(linalg::LinalgOp op, unsigned i) {
+  SmallVector<BlockArgument> outArgs;
+  for (OpOperand &init : op.getDpsInitsMutable())
+    outArgs.push_back(op.getMatchingBlockArgument(&init));
+  SmallVector<Operation *> combiners;
+  if (!matchReduction(outArgs, i, combiners) || combiners.size() != 1)
+    return nullptr;
+  Operation *combiner = combiners.front();
+  auto yield = cast<linalg::YieldOp>(op.getBlock()->getTerminator());
+  if (!outArgs[i].hasOneUse() || combiner->getNumOperands() != 2 ||
+      combiner->getNumResults() != 1 ||
+      yield.getOperand(i) != combiner->getResult(0))
+    return nullptr;
+  // Commutative and associative, so lanes may combine in any order (as
+  // floating-point sums in another order: the CPU's order differs too).
+  if (!isa<arith::AddFOp, arith::MulFOp, arith::MaximumFOp, arith::MinimumFOp,
+           arith::MaxNumFOp, arith::MinNumFOp, arith::AddIOp, arith::MulIOp,
+           arith::MaxSIOp, arith::MinSIOp, arith::MaxUIOp, arith::MinUIOp,
+           arith::AndIOp, arith::OrIOp, arith::XOrIOp>(combiner))
+    return nullptr;
+  Type type = combiner->getResult(0).getType();
+  if (!type.isF32() && !type.isInteger(32))
+    return nullptr; // a shuffle moves 32 bits
+  if (!arith::getNeutralElement(combiner))
+    return nullptr;
+  return combiner;
+}
+
+Value indexConstant(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
+}
+
+Value tripCount(OpBuilder &b, Location loc, Value lb, Value ub, Value step) {
+  Value span = arith::SubIOp::create(b, loc, ub, lb);
+  Value count = arith::CeilDivSIOp::create(b, loc, span, step);
+  return arith::MaxSIOp::create(b, loc, count, indexConstant(b, loc, 0));
+}
+
+/// The loop induction values of `linear` in the row-major space of
+/// `counts` (the last fastest), as offsets + index * strides.
+void delinearizeInto(OpBuilder &b, Location loc, Value linear,
+                     ArrayRef<unsigned> dims, ArrayRef<Value> counts,
+                     ArrayRef<Range> ranges, SmallVectorImpl<Value> &ivs) {
+  for (int64_t k = static_cast<int64_t>(dims.size()) - 1; k >= 0; --k) {
+    Value i = linear;
+    if (k > 0) {
+      i = arith::RemUIOp::create(b, loc, linear, counts[k]);
+      linear = arith::DivUIOp::create(b, loc, linear, counts[k]);
+    }
+    const Range &range = ranges[dims[k]];
+    Value stride = getValueOrCreateConstantIndexOp(b, loc, range.stride);
+    Value offset = getValueOrCreateConstantIndexOp(b, loc, range.offset);
+    ivs[dims[k]] = arith::AddIOp::create(
+        b, loc, offset, arith::MulIOp::create(b, loc, i, stride));
+  }
+}
+
+/// `combiner` applied to `lhs` and `rhs` (a copy of it, attributes kept).
+Value combine(OpBuilder &b, Operation *combiner, Value lhs, Value rhs) {
+  Operation *copy = b.clone(*combiner);
+  copy->setOperands({lhs, rhs});
+  return copy->getResult(0);
+}
+
+/// The indices of `operand` of `op` at the loop values `ivs`.
+SmallVector<Value> indicesAt(OpBuilder &b, Location loc, linalg::LinalgOp op,
+                             OpOperand &operand, ArrayRef<Value> ivs) {
+  SmallVector<Value> indices;
+  for (AffineExpr expr : op.getMatchingIndexingMap(&operand).getResults())
+    indices.push_back(affine::expandAffineExpr(b, loc, expr, ivs, {}));
+  return indices;
+}
+
+} // namespace
+
+bool mlir::moe::isWarpReduction(linalg::LinalgOp op, int64_t minExtent) {
+  if (!op.hasPureBufferSemantics() || op.getNumReductionLoops() == 0 ||
+      op.getNumDpsInits() == 0 || !op.getBlock())
+    return false;
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  int64_t extent = 1;
+  for (auto [size, it] : llvm::zip(op.getStaticLoopRanges(), iterators)) {
+    if (it != utils::IteratorType::reduction)
+      continue;
+    extent = ShapedType::isDynamic(size) || ShapedType::isDynamic(extent)
+                 ? ShapedType::kDynamic
+                 : extent * size;
+  }
+  if (!ShapedType::isDynamic(extent) && extent < minExtent)
+    return false;
+  for (OpOperand &init : op.getDpsInitsMutable()) {
+    for (AffineExpr expr : op.getMatchingIndexingMap(&init).getResults()) {
+      bool reductionDim = false;
+      expr.walk([&](AffineExpr e) {
+        if (auto dim = dyn_cast<AffineDimExpr>(e))
+          reductionDim |=
+              iterators[dim.getPosition()] == utils::IteratorType::reduction;
+      });
+      if (reductionDim)
+        return false;
+    }
+    if (!isa<MemRefType>(init.get().getType()))
+      return false;
+  }
+  // Lanes read neighbouring reduction iterations: a large input must have a
+  // reduction dimension innermost, or its reads would be a row apart (a
+  // projection onto [k, n] weights reads down a column: there one thread
+  // per output, with neighbours on neighbouring columns, coalesces).
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    auto type = dyn_cast<MemRefType>(input->get().getType());
+    AffineMap map = op.getMatchingIndexingMap(input);
+    if (!type || map.getNumResults() == 0)
+      continue;
+    bool readsReduction = false;
+    for (AffineExpr expr : map.getResults())
+      expr.walk([&](AffineExpr e) {
+        if (auto dim = dyn_cast<AffineDimExpr>(e))
+          readsReduction |=
+              iterators[dim.getPosition()] == utils::IteratorType::reduction;
+      });
+    auto innermost = dyn_cast<AffineDimExpr>(map.getResults().back());
+    bool contiguous = innermost && iterators[innermost.getPosition()] ==
+                                       utils::IteratorType::reduction;
+    bool small = type.hasStaticShape() && type.getNumElements() <= kSmallInput;
+    if (readsReduction && !contiguous && !small)
+      return false;
+  }
+  // The body may read memory (a gather) but write none.
+  for (Operation &bodyOp : op.getBlock()->without_terminator())
+    if (!isa<memref::LoadOp>(bodyOp) && !isMemoryEffectFree(&bodyOp))
+      return false;
+  for (unsigned i = 0, e = op.getNumDpsInits(); i < e; ++i)
+    if (!outputCombiner(op, i))
+      return false;
+  return true;
+}
+
+void mlir::moe::emitWarpReduction(RewriterBase &rewriter, linalg::LinalgOp op,
+                                  Value warp, Value warps, Value lane) {
+  Location loc = op.getLoc();
+  rewriter.setInsertionPoint(op);
+  SmallVector<Range> ranges = op.createLoopRanges(rewriter, loc);
+  SmallVector<unsigned> parallelDims, reductionDims;
+  SmallVector<Value> parallelCounts, reductionCounts;
+  for (auto [d, it] : llvm::enumerate(op.getIteratorTypesArray())) {
+    const Range &r = ranges[d];
+    Value offset = getValueOrCreateConstantIndexOp(rewriter, loc, r.offset);
+    Value size = getValueOrCreateConstantIndexOp(rewriter, loc, r.size);
+    Value stride = getValueOrCreateConstantIndexOp(rewriter, loc, r.stride);
+    Value ub = arith::AddIOp::create(rewriter, loc, offset, size);
+    Value count = tripCount(rewriter, loc, offset, ub, stride);
+    bool reduction = it == utils::IteratorType::reduction;
+    (reduction ? reductionDims : parallelDims).push_back(d);
+    (reduction ? reductionCounts : parallelCounts).push_back(count);
+  }
+  Value outputs = indexConstant(rewriter, loc, 1);
+  for (Value count : parallelCounts)
+    outputs = arith::MulIOp::create(rewriter, loc, outputs, count);
+  Value iterations = indexConstant(rewriter, loc, 1);
+  for (Value count : reductionCounts)
+    iterations = arith::MulIOp::create(rewriter, loc, iterations, count);
+
+  unsigned numOutputs = op.getNumDpsInits();
+  SmallVector<Operation *> combiners;
+  for (unsigned i = 0; i < numOutputs; ++i)
+    combiners.push_back(outputCombiner(op, i));
+  Block *body = op.getBlock();
+  auto yield = cast<linalg::YieldOp>(body->getTerminator());
+
+  // Warps stride over the outputs (uniform control flow within a warp, so
+  // every lane reaches the shuffles).
+  auto outer = scf::ForOp::create(rewriter, loc, warp, outputs, warps);
+  rewriter.setInsertionPointToStart(outer.getBody());
+  Value zero = indexConstant(rewriter, loc, 0);
+  SmallVector<Value> ivs(ranges.size(), zero);
+  delinearizeInto(rewriter, loc, outer.getInductionVar(), parallelDims,
+                  parallelCounts, ranges, ivs);
+  SmallVector<Value> neutral;
+  for (Operation *combiner : combiners)
+    neutral.push_back(arith::ConstantOp::create(
+        rewriter, loc, *arith::getNeutralElement(combiner)));
+
+  // Each lane folds iterations lane, lane + 32, ... into its partials.
+  auto inner = scf::ForOp::create(
+      rewriter, loc, lane, iterations, indexConstant(rewriter, loc, kWarp),
+      neutral,
+      [&](OpBuilder &b, Location bodyLoc, Value linear, ValueRange partials) {
+        SmallVector<Value> loopIvs(ivs);
+        delinearizeInto(b, bodyLoc, linear, reductionDims, reductionCounts,
+                        ranges, loopIvs);
+        IRMapping mapping;
+        for (OpOperand *input : op.getDpsInputOperands()) {
+          Value value = input->get();
+          if (isa<MemRefType>(value.getType()))
+            value = memref::LoadOp::create(
+                b, bodyLoc, value, indicesAt(b, bodyLoc, op, *input, loopIvs));
+          mapping.map(op.getMatchingBlockArgument(input), value);
+        }
+        for (auto [init, partial] :
+             llvm::zip(op.getDpsInitsMutable(), partials))
+          mapping.map(op.getMatchingBlockArgument(&init), partial);
+        for (Operation &bodyOp : body->without_terminator()) {
+          if (auto index = dyn_cast<linalg::IndexOp>(bodyOp)) {
+            mapping.map(index.getResult(), loopIvs[index.getDim()]);
+            continue;
+          }
+          b.clone(bodyOp, mapping);
+        }
+        SmallVector<Value> next;
+        for (Value yielded : yield.getOperands())
+          next.push_back(mapping.lookupOrDefault(yielded));
+        scf::YieldOp::create(b, bodyLoc, next);
+      });
+
+  // The warp's sums by butterfly shuffles; lane 0 adds them to the outputs.
+  SmallVector<Value> totals;
+  for (auto [partial, combiner] : llvm::zip(inner.getResults(), combiners)) {
+    Value total = partial;
+    for (int32_t offset = kWarp / 2; offset > 0; offset /= 2) {
+      Value other = gpu::ShuffleOp::create(rewriter, loc, total, offset, kWarp,
+                                           gpu::ShuffleMode::XOR)
+                        .getShuffleResult();
+      total = combine(rewriter, combiner, total, other);
+    }
+    totals.push_back(total);
+  }
+  Value first = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
+                                      lane, zero);
+  auto guard = scf::IfOp::create(rewriter, loc, first, /*withElse=*/false);
+  rewriter.setInsertionPoint(guard.thenBlock()->getTerminator());
+  for (auto [init, total, combiner] :
+       llvm::zip(op.getDpsInitsMutable(), totals, combiners)) {
+    SmallVector<Value> indices = indicesAt(rewriter, loc, op, init, ivs);
+    Value old = memref::LoadOp::create(rewriter, loc, init.get(), indices);
+    memref::StoreOp::create(rewriter, loc,
+                            combine(rewriter, combiner, old, total), init.get(),
+                            indices);
+  }
+  rewriter.eraseOp(op);
+}
