@@ -263,6 +263,31 @@ func.func @combine_shared_f32(%out: tensor<?x128xf32>, %slot: tensor<?xi64>,
 
 // -----
 
+// A dense FFN on [B, T, d] (a model's dense layers) runs on its B * T rows:
+// the op becomes one on the collapsed input, whose result is expanded back.
+
+// CHECK-LABEL: func.func @dense_rows(
+// CHECK-SAME: %[[X:[^:]+]]: tensor<?x?x128xf32>
+// CHECK: %[[FLAT:.+]] = tensor.collapse_shape %[[X]] {{\[\[}}0, 1], [2]] : tensor<?x?x128xf32> into tensor<?x128xf32>
+// CHECK: bufferization.to_buffer %[[FLAT]] read_only
+// CHECK: gpu.launch_func @moe_expert_kernels::@expert_gate_up_1 blocks in (%c3
+// CHECK: gpu.launch_func @moe_expert_kernels::@expert_down_2 blocks in (%c1
+// CHECK: %[[Y:.+]] = bufferization.to_tensor
+// CHECK: %[[B:.+]] = tensor.dim %[[X]], %c0
+// CHECK: %[[T:.+]] = tensor.dim %[[X]], %c1
+// CHECK: %[[OUT:.+]] = tensor.expand_shape %[[Y]] {{\[\[}}0, 1], [2]] output_shape [%[[B]], %[[T]], 128] : tensor<?x128xf32> into tensor<?x?x128xf32>
+// CHECK: return %[[OUT]]
+func.func @dense_rows(%x: tensor<?x?x128xf32>, %wg: tensor<128x192xf32>,
+                      %wu: tensor<128x192xf32>, %wd: tensor<192x128xf32>)
+    -> tensor<?x?x128xf32> {
+  %y = moe.glu_ffn %x, %wg, %wu, %wd
+      {activation = #moe.activation<situ_glu, gate_beta = 4.0, up_beta = 25.0>}
+      : tensor<?x?x128xf32>, tensor<128x192xf32>, tensor<128x192xf32>, tensor<192x128xf32>
+  return %y : tensor<?x?x128xf32>
+}
+
+// -----
+
 // What the generator does not take stays, with a remark that says why.
 
 // Under matmul-precision=exact, the f32 ops of @grouped_f32 and
@@ -275,9 +300,10 @@ func.func @declined(%x: tensor<?x128xf16>, %off: tensor<17xi64>,
                     %sd: tensor<128x96xbf16>, %xc: tensor<?x128xf32>,
                     %tg: tensor<128x128xf32>, %tu: tensor<128x128xf64>,
                     %td: tensor<128x128xf32>, %slot: tensor<?xi64>,
-                    %w: tensor<?x4xf32>, %xd: tensor<?x60xf32>)
+                    %w: tensor<?x4xf32>, %xd: tensor<?x60xf32>,
+                    %x3: tensor<2x?x96xbf16>)
     -> (tensor<?x128xf16>, tensor<?x96xbf16>, tensor<?x128xf32>, tensor<?x128xf16>,
-        tensor<?x60xf32>) {
+        tensor<?x60xf32>, tensor<2x?x96xbf16>) {
   // expected-remark @below {{expert_ffn left to -moe-fuse-routing: the input is neither f32 nor bf16}}
   %y = moe.expert_ffn %x, %off, %wg, %wu, %wd {activation = #moe.activation<swiglu>}
       : (tensor<?x128xf16>, tensor<17xi64>, tensor<16x128x64xf16>,
@@ -285,6 +311,9 @@ func.func @declined(%x: tensor<?x128xf16>, %off: tensor<17xi64>,
   // expected-remark @below {{glu_ffn left to -convert-moe-to-linalg: the hidden size is not a static multiple of 128}}
   %s = moe.glu_ffn %xb, %sg, %su, %sd {activation = #moe.activation<swiglu>}
       : tensor<?x96xbf16>, tensor<96x128xbf16>, tensor<96x128xbf16>, tensor<128x96xbf16>
+  // expected-remark @below {{glu_ffn left to -convert-moe-to-linalg: the hidden size is not a static multiple of 128}}
+  %s3 = moe.glu_ffn %x3, %sg, %su, %sd {activation = #moe.activation<swiglu>}
+      : tensor<2x?x96xbf16>, tensor<96x128xbf16>, tensor<96x128xbf16>, tensor<128x96xbf16>
   // expected-remark @below {{glu_ffn left to -convert-moe-to-linalg: w_up is neither f32 nor bf16}}
   %t = moe.glu_ffn %xc, %tg, %tu, %td {activation = #moe.activation<situ_glu, gate_beta = 4.0>}
       : tensor<?x128xf32>, tensor<128x128xf32>, tensor<128x128xf64>, tensor<128x128xf32>
@@ -294,8 +323,8 @@ func.func @declined(%x: tensor<?x128xf16>, %off: tensor<17xi64>,
   // expected-remark @below {{combine left to -moe-fuse-routing: not [N, d] with d a static multiple of 8}}
   %e = moe.combine %xd, %slot, %w
       : (tensor<?x60xf32>, tensor<?xi64>, tensor<?x4xf32>) -> tensor<?x60xf32>
-  return %y, %s, %t, %c, %e : tensor<?x128xf16>, tensor<?x96xbf16>, tensor<?x128xf32>,
-      tensor<?x128xf16>, tensor<?x60xf32>
+  return %y, %s, %t, %c, %e, %s3 : tensor<?x128xf16>, tensor<?x96xbf16>, tensor<?x128xf32>,
+      tensor<?x128xf16>, tensor<?x60xf32>, tensor<2x?x96xbf16>
 }
 
 // -----

@@ -591,24 +591,24 @@ static std::string unsupportedElement(Type type, Precision precision) {
 
 /// Why the generator does not take an FFN with these operand types (empty
 /// when it does).
-static std::string unsupportedReason(Value input, Value wGate, Value wUp,
-                                     Value wDown, Pipeline pipeline,
+static std::string unsupportedReason(Type input, Type wGate, Type wUp,
+                                     Type wDown, Pipeline pipeline,
                                      Precision precision) {
-  auto x = cast<RankedTensorType>(input.getType());
-  auto wg = cast<RankedTensorType>(wGate.getType());
-  auto wu = cast<RankedTensorType>(wUp.getType());
-  auto wd = cast<RankedTensorType>(wDown.getType());
+  auto x = cast<RankedTensorType>(input);
+  auto wg = cast<RankedTensorType>(wGate);
+  auto wu = cast<RankedTensorType>(wUp);
+  auto wd = cast<RankedTensorType>(wDown);
   if (x.getRank() != 2)
     return "the input is not [rows, d]";
   // The schedule kernel gives each expert one thread of one block.
   if (wg.getRank() == 3 && wg.getDimSize(0) > 1024)
     return "more than 1024 experts";
-  for (auto [name, value] : {std::pair<StringRef, Value>{"the input", input},
-                             {"w_gate", wGate},
-                             {"w_up", wUp},
-                             {"w_down", wDown}}) {
+  for (auto [name, type] : {std::pair<StringRef, Type>{"the input", input},
+                            {"w_gate", wGate},
+                            {"w_up", wUp},
+                            {"w_down", wDown}}) {
     std::string why = unsupportedElement(
-        cast<RankedTensorType>(value.getType()).getElementType(), precision);
+        cast<RankedTensorType>(type).getElementType(), precision);
     if (!why.empty())
       return llvm::formatv("{0} is {1}", name, why).str();
   }
@@ -657,6 +657,42 @@ static Value viewAs2D(ImplicitLocOpBuilder &b, Value flat, Value rows,
       ArrayRef<OpFoldResult>{b.getIndexAttr(width), b.getIndexAttr(1)});
 }
 
+/// `type` [..., d] as [rows, d] (rank 2 or less: itself).
+static RankedTensorType rowsOf(RankedTensorType type) {
+  if (type.getRank() <= 2)
+    return type;
+  int64_t rows = 1;
+  for (int64_t dim : type.getShape().drop_back())
+    rows = ShapedType::isDynamic(dim) || ShapedType::isDynamic(rows)
+               ? ShapedType::kDynamic
+               : rows * dim;
+  return RankedTensorType::get({rows, type.getShape().back()},
+                               type.getElementType());
+}
+
+/// Replaces `glu` (input [..., d]) by the same FFN on its collapsed
+/// [rows, d] input, expanded back; returns the new op.
+static GLUFFNOp flattenRows(GLUFFNOp glu) {
+  ImplicitLocOpBuilder b(glu.getLoc(), glu);
+  RankedTensorType type = glu.getInput().getType();
+  RankedTensorType flatType = rowsOf(type);
+  SmallVector<ReassociationIndices> groups = {
+      llvm::to_vector(llvm::seq<int64_t>(0, type.getRank() - 1)),
+      {type.getRank() - 1}};
+  Value flat =
+      tensor::CollapseShapeOp::create(b, flatType, glu.getInput(), groups);
+  auto flatFFN =
+      GLUFFNOp::create(b, flatType, flat, glu.getWGate(), glu.getWUp(),
+                       glu.getWDown(), glu.getActivation());
+  SmallVector<OpFoldResult> sizes =
+      tensor::getMixedSizes(b, glu.getLoc(), glu.getInput());
+  Value result = tensor::ExpandShapeOp::create(b, type, flatFFN.getResult(),
+                                               groups, sizes);
+  glu.getResult().replaceAllUsesWith(result);
+  glu.erase();
+  return flatFFN;
+}
+
 /// Launches the conversion kernel: `elements` (a multiple of 8) f32 of the
 /// identity-layout `src` rounded to bf16 into the flat device buffer `dst`.
 static void launchConvert(ImplicitLocOpBuilder &b, ExpertKernelBuilder &kernels,
@@ -669,8 +705,9 @@ static void launchConvert(ImplicitLocOpBuilder &b, ExpertKernelBuilder &kernels,
     src = memref::CollapseShapeOp::create(b, src,
                                           ArrayRef<ReassociationIndices>{all});
   }
-  src = memref::CastOp::create(
-      b, MemRefType::get({ShapedType::kDynamic}, b.getF32Type()), src);
+  auto dynamicType = MemRefType::get({ShapedType::kDynamic}, b.getF32Type());
+  if (src.getType() != dynamicType)
+    src = memref::CastOp::create(b, dynamicType, src);
   Value count = e.div(elements, 8);
   SmallVector<Value> args = {src, dst, count};
   gpu::GPUFuncOp convert =
@@ -873,8 +910,12 @@ void MoEGenerateExpertKernelsPass::runOnOperation() {
   module.walk([&](Operation *op) {
     if (isa<ExpertFFNOp, GLUFFNOp>(op)) {
       FFNOperands ffn = operandsOf(op);
-      std::string reason = unsupportedReason(ffn.input, ffn.wGate, ffn.wUp,
-                                             ffn.wDown, pipeline, precision);
+      // A dense FFN on [..., d] (a model's dense layers, on [B, T, d]) is
+      // the same GEMMs on its rows.
+      std::string reason =
+          unsupportedReason(rowsOf(cast<RankedTensorType>(ffn.input.getType())),
+                            ffn.wGate.getType(), ffn.wUp.getType(),
+                            ffn.wDown.getType(), pipeline, precision);
       if (!reason.empty()) {
         op->emitRemark() << (ffn.offsets ? "expert_ffn left to "
                                            "-moe-fuse-routing: "
@@ -915,6 +956,9 @@ void MoEGenerateExpertKernelsPass::runOnOperation() {
   ExpertKernelBuilder kernels(gpuModule, pipeline);
 
   for (Operation *op : plans) {
+    if (auto glu = dyn_cast<GLUFFNOp>(op);
+        glu && glu.getInput().getType().getRank() > 2)
+      op = flattenRows(glu);
     ImplicitLocOpBuilder b(op->getLoc(), op);
     DeviceEmitter e(b);
     auto type = cast<RankedTensorType>(op->getResult(0).getType());
