@@ -627,6 +627,18 @@ def shared_reference(ctx, paths):
     return {0: ctx.moe_reference("glu_ffn", paths, SITU)}
 
 
+def dense_reference(ctx, paths):
+    """moe-reference glu_ffn (fp64, SiTU-GLU) on the [B * T, d] rows."""
+    import numpy as np
+    x = np.load(paths[0])
+    rows = ctx.scratch("dense_rows.npy")
+    np.save(rows, x.reshape(-1, x.shape[-1]))
+    y = np.load(ctx.moe_reference("glu_ffn", [rows, *paths[1:]], SITU))
+    out = ctx.scratch("ref_y.npy")
+    np.save(out, y.reshape(*x.shape[:-1], y.shape[-1]))
+    return {0: out}
+
+
 def experts_combine_reference(ctx, paths):
     """y = sum_j w_j Expert_{idx_j}(x) + Shared(x): every expert and the
     shared expert by moe-reference glu_ffn (fp64, SiTU-GLU) on every token,
@@ -694,6 +706,15 @@ def experts_f32_cases():
              Input("ws_up", (256, 128), Uniform(-3, 3)),
              Input("ws_down", (128, 256), Uniform(-0.15, 0.15))],
             [Check(0, "y", F32_BF16_GEMM)], shared_reference))
+    cases.append(KernelCase(
+        "experts_f32/dense_f32_situ/B2_T150", "experts_f32", "dense_f32_situ",
+        [Input("x", (2, 150, 256), Uniform(-1, 1)),
+         Input("w_gate", (256, 192), Uniform(-3, 3)),
+         Input("w_up", (256, 192), Uniform(-3, 3)),
+         Input("w_down", (192, 256), Uniform(-0.15, 0.15))],
+        [Check(0, "y", F32_BF16_GEMM)], dense_reference,
+        note="[B, T, d] input (a model's dense layer): collapsed to 300 rows; "
+             "F = 192, three gate/up column tiles"))
     for N in (1, 77, 300):
         cases.append(KernelCase(
             f"experts_f32/experts_combine_f32/N{N}", "experts_f32", "experts_combine_f32",

@@ -82,3 +82,14 @@ func.func @combine_f32(%yp: tensor<?x256xf32>, %slot: tensor<?xi64>,
       : (tensor<?x256xf32>, tensor<?xi64>, tensor<?x4xf32>) -> tensor<?x256xf32>
   return %y : tensor<?x256xf32>
 }
+
+// A dense FFN on [B, T, d] (a model's dense layers, kimi-small's layer 0):
+// the generator runs it on the B * T rows.
+func.func @dense_f32_situ(%x: tensor<?x?x256xf32>, %wg: tensor<256x192xf32>,
+                          %wu: tensor<256x192xf32>, %wd: tensor<192x256xf32>)
+    -> tensor<?x?x256xf32> {
+  %y = moe.glu_ffn %x, %wg, %wu, %wd
+      {activation = #moe.activation<situ_glu, gate_beta = 4.0, up_beta = 25.0>}
+      : tensor<?x?x256xf32>, tensor<256x192xf32>, tensor<256x192xf32>, tensor<192x256xf32>
+  return %y : tensor<?x?x256xf32>
+}
