@@ -230,7 +230,8 @@ LIBRARIES = [
             what="the log-sum-exp returned, and no gate"),
     Library("moe_ffn", "examples/kernels/moe_ffn.mlir", modules=["moe_routing_kernels"],
             what="the MoE FFN example (f32): generated routing kernels, experts "
-                 "and shared expert as one-thread tile kernels"),
+                 "and shared expert (d = 64: below the expert generator's 128) as "
+                 "one-thread tile kernels, the generated f32 combine"),
     Library("moe_ffn_variants", "test/Integration/CPU/Inputs/moe-ffn-variants.mlir",
             modules=["moe_routing_kernels"],
             what="histogram QB, sign bias with SiTU-GLU, routing given as data, "
