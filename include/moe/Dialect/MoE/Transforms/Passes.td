@@ -392,8 +392,10 @@ def MoEGenerateExpertKernels
       sigmoid(a) cap(u)`, in fp32 from the accumulators) in its epilogue,
       written as bf16 to a device buffer; and down, `h Wd`, written in the
       result's type (f32 or bf16).
-    * `moe.glu_ffn` (the shared expert): the same two GEMMs over
-      consecutive 128-row tiles of all rows, with no table.
+    * `moe.glu_ffn` (the shared expert, or a dense FFN): the same two
+      GEMMs over consecutive 128-row tiles of all rows, with no table. An
+      input `[..., d]` (a model's dense layers, on `[B, T, d]`) is
+      collapsed to its rows first and the result expanded back.
     * GEMM blocks: 128 rows by `block-cols` columns (the gate/up GEMM's are
       half gate, half up, at the same output columns, so the epilogue finds
       both in one thread), one warp per 64 x 64, `mma.sync` m16n8k16 with
