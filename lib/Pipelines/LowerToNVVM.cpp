@@ -43,6 +43,7 @@ void mlir::moe::buildLowerToNVVMPipeline(OpPassManager &pm,
     expertOptions.reductionStep = options.expertReductionStep;
     expertOptions.stages = options.expertStages;
     expertOptions.blockCols = options.expertBlockCols;
+    expertOptions.matmulPrecision = options.matmulPrecision;
     nested.addPass(createMoEGenerateExpertKernels(expertOptions));
     // The lm_head loss as whole-batch projections of vocabulary chunks and
     // row reductions, before -moe-tile-loss would make it token tiles.

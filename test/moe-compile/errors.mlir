@@ -40,6 +40,8 @@
 
 // RUN: not moe-compile %t/two.mlir --model=a --target=cuda --gpu-format=ptx -o %t/x 2>&1 | FileCheck %s --check-prefix=FORMAT
 // FORMAT: moe-compile: error: --gpu-format must be isa, bin or fatbin, got 'ptx'
+// RUN: not moe-compile %t/two.mlir --model=a --target=cuda --matmul-precision=tf32 -o %t/x 2>&1 | FileCheck %s --check-prefix=PRECISION
+// PRECISION: moe-compile: error: --matmul-precision must be bf16 or exact, got 'tf32'
 
 // The GPU back end has no gradient kernels yet: it builds only the
 // forward program.

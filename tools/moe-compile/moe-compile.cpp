@@ -184,6 +184,13 @@ static cl::opt<std::string> gpuFormat(
              "needs ptxas here) or fatbin"),
     cl::value_desc("isa|bin|fatbin"), cl::init("isa"),
     cl::cat(compileCategory));
+static cl::opt<std::string> matmulPrecision(
+    "matmul-precision",
+    cl::desc("Precision policy of --target=cuda's generated GEMMs: bf16 "
+             "(f32 operands rounded to bf16, fp32 accumulation; the "
+             "default) or exact (only operands already bf16 go to tensor "
+             "cores, f32 ones stay fp32)"),
+    cl::value_desc("bf16|exact"), cl::init("bf16"), cl::cat(compileCategory));
 
 /// The name of the compiled forward function, which the driver calls.
 static constexpr llvm::StringLiteral kEntryName = "moe_model_forward";
@@ -547,6 +554,7 @@ static LogicalResult lowerToLLVMDialect(ModuleOp module, TimingScope &timer) {
   if (target == Target::CUDA) {
     moe::LowerToNVVMOptions options;
     options.format = gpuFormat;
+    options.matmulPrecision = matmulPrecision;
     moe::buildLowerToNVVMPipeline(pm, options);
   } else {
     moe::LowerToCPUOptions options;
@@ -800,6 +808,7 @@ static FailureOr<std::string> buildCacheKey(llvm::StringRef input,
   key.add("blas", cpuBlas ? "1" : "0");
   key.add("profile", cpuProfile ? "1" : "0");
   key.add("gpu-format", gpuFormat);
+  key.add("matmul-precision", matmulPrecision);
   key.add("triple", host.triple.str());
   key.add("cpu", host.cpu);
   key.add("features", host.sortedFeatures);
@@ -903,6 +912,9 @@ static LogicalResult compile(const char *argv0, TimingScope &root,
     if (gpuFormat != "isa" && gpuFormat != "bin" && gpuFormat != "fatbin")
       return toolError("--gpu-format must be isa, bin or fatbin, got '" +
                        gpuFormat.getValue() + "'");
+    if (matmulPrecision != "bf16" && matmulPrecision != "exact")
+      return toolError("--matmul-precision must be bf16 or exact, got '" +
+                       matmulPrecision.getValue() + "'");
     // Kernels link libdevice (exp, log, ...), found through CUDA_HOME.
     if (!std::getenv("CUDA_HOME") &&
         llvm::sys::fs::exists("/usr/local/cuda/nvvm/libdevice"))

@@ -103,6 +103,13 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
       llvm::cl::desc("Columns of a block tile of the generated expert GEMMs "
                      "(128 or 256)"),
       llvm::cl::init(128)};
+  PassOptions::Option<std::string> matmulPrecision{
+      *this, "matmul-precision",
+      llvm::cl::desc("Precision policy of the generated GEMMs: bf16 (f32 "
+                     "operands rounded to bf16, fp32 accumulation, results "
+                     "in the op's type) or exact (only operands already "
+                     "bf16 go to tensor cores; f32 ones stay fp32)"),
+      llvm::cl::init("bf16")};
 };
 
 /// Adds the passes that lower moe-specific ops to upstream tensor-level IR

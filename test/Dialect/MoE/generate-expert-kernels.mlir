@@ -4,10 +4,31 @@
 // RUN: not moe-opt %s --moe-generate-expert-kernels="reduction-step=48" 2>&1 | FileCheck %s --check-prefix=BAD-STEP
 // RUN: not moe-opt %s --moe-generate-expert-kernels="block-cols=192" 2>&1 | FileCheck %s --check-prefix=BAD-COLS
 // RUN: not moe-opt %s --moe-generate-expert-kernels="stages=2" 2>&1 | FileCheck %s --check-prefix=BAD-STAGES
+// RUN: moe-opt %s --moe-generate-expert-kernels="matmul-precision=exact" -split-input-file 2>/dev/null | FileCheck %s --check-prefix=EXACT
+// RUN: moe-opt %s --moe-generate-expert-kernels="matmul-precision=exact" -split-input-file 2>&1 >/dev/null | FileCheck %s --check-prefix=EXACT-REMARK
+// RUN: moe-opt %s --moe-generate-expert-kernels="matmul-precision=bf16" -split-input-file 2>/dev/null | FileCheck %s --check-prefix=BF16
+// RUN: not moe-opt %s --moe-generate-expert-kernels="matmul-precision=tf32" 2>&1 | FileCheck %s --check-prefix=BAD-PRECISION
 
 // BAD-STEP: error: expects reduction-step 32 or 64, got 48
 // BAD-STAGES: error: expects 3 to 6 stages, got 2
 // BAD-COLS: error: expects block-cols 128 or 256, got 192
+// BAD-PRECISION: error: expects matmul-precision bf16 or exact, got 'tf32'
+
+// Under matmul-precision=exact only bf16 ops are taken; the bf16 ones are
+// the same as under the default policy.
+// EXACT-REMARK: remark: expert_ffn left to -moe-fuse-routing: the input is not bf16 (matmul-precision=exact)
+// EXACT-REMARK: remark: combine left to -moe-fuse-routing: an element type is not bf16 (matmul-precision=exact)
+// EXACT-REMARK: remark: glu_ffn left to -convert-moe-to-linalg: the input is not bf16 (matmul-precision=exact)
+// EXACT-LABEL: func.func @grouped(
+// EXACT: gpu.launch_func @moe_expert_kernels::@expert_gate_up_1
+// EXACT-LABEL: func.func @grouped_f32(
+// EXACT: moe.expert_ffn
+// EXACT-NOT: gpu.launch_func
+// EXACT-LABEL: func.func @combine_shared_f32(
+// EXACT: moe.combine
+// EXACT: moe.glu_ffn
+// EXACT-NOT: gpu.launch_func
+// EXACT: return
 
 // Grouped experts: a schedule kernel builds the tile table from the offsets,
 // then the gate/up GEMM (SwiGLU epilogue, h in a device buffer) and the down
@@ -123,31 +144,187 @@ func.func @combine_shared(%out: tensor<?x128xbf16>, %slot: tensor<?xi64>,
 
 // -----
 
+// f32 experts under the default policy (matmul-precision=bf16): the f32
+// weights (all experts, once) and, once there are rows, the input are
+// rounded to bf16 by the conversion kernel into device buffers viewed in
+// their shapes; the GEMMs are the bf16 ones (fp32 accumulators), the
+// SiTU-GLU epilogue computes gate_beta tanh(a / gate_beta) sigmoid(a) and
+// up_beta tanh(u / up_beta) in fp32 before h is rounded to bf16, and the
+// down GEMM stores its fp32 accumulators into the f32 result.
+
+// CHECK-LABEL: func.func @grouped_f32(
+// CHECK-NOT: moe.expert_ffn
+// CHECK: %[[OUT:.+]] = memref.alloc({{.*}}) : memref<?x256xf32>
+// CHECK: %[[WG:.+]] = bufferization.to_buffer %{{.*}} read_only : tensor<8x256x128xf32> to memref<8x256x128xf32>
+// CHECK: %[[WGB:[^,]+]], %{{.*}} = gpu.alloc async [%{{.*}}] (%c262144) : memref<?xbf16>
+// CHECK: %[[WGF:.+]] = memref.collapse_shape %[[WG]] {{\[\[}}0, 1, 2]] : memref<8x256x128xf32> into memref<262144xf32>
+// CHECK: %[[WGD:.+]] = memref.cast %[[WGF]] : memref<262144xf32> to memref<?xf32>
+// CHECK: gpu.launch_func @moe_expert_kernels::@expert_to_bf16_0 blocks in (%{{.*}}) threads in (%c256{{.*}}) args(%[[WGD]] : memref<?xf32>, %[[WGB]] : memref<?xbf16>, %{{.*}} : index)
+// CHECK: %[[WGV:.+]] = memref.reinterpret_cast %[[WGB]] to offset: [0], sizes: [8, 256, 128], strides: [32768, 128, 1] : memref<?xbf16> to memref<8x256x128xbf16>
+// CHECK: gpu.launch_func @moe_expert_kernels::@expert_to_bf16_0
+// CHECK: gpu.launch_func @moe_expert_kernels::@expert_to_bf16_0
+// CHECK: memref.reinterpret_cast {{.*}} sizes: [8, 128, 256], strides: [32768, 256, 1] : memref<?xbf16> to memref<8x128x256xbf16>
+// CHECK: %[[XB:[^,]+]], %{{.*}} = gpu.alloc async
+// CHECK: %[[XV:.+]] = memref.reinterpret_cast %[[XB]] to offset: [0], sizes: [%{{.*}}, 256], strides: [256, 1] : memref<?xbf16> to memref<?x256xbf16>
+// CHECK: gpu.launch_func @moe_expert_kernels::@expert_schedule_1
+// CHECK: scf.if
+// CHECK: gpu.launch_func @moe_expert_kernels::@expert_to_bf16_0 {{.*}} args({{.*}} : memref<?xf32>, %[[XB]] : memref<?xbf16>
+// CHECK: gpu.launch_func @moe_expert_kernels::@expert_gate_up_2 {{.*}} args(%[[XV]] : memref<?x256xbf16>, %[[WGV]] : memref<8x256x128xbf16>, %{{.*}} : memref<8x256x128xbf16>, %{{.*}} : memref<?xbf16>
+// CHECK: gpu.launch_func @moe_expert_kernels::@expert_down_3 {{.*}} args(%{{.*}} : memref<?x128xbf16>, %{{.*}} : memref<8x128x256xbf16>, %{{.*}} : memref<?xf32>
+// CHECK: bufferization.to_tensor %[[OUT]] restrict writable
+// CHECK: gpu.func @expert_to_bf16_0(
+// CHECK: vector.load {{.*}} : memref<?xf32>, vector<8xf32>
+// CHECK: arith.truncf {{.*}} : vector<8xf32> to vector<8xbf16>
+// CHECK: vector.store {{.*}} : memref<?xbf16>, vector<8xbf16>
+// CHECK: gpu.func @expert_gate_up_2(
+// CHECK-COUNT-32: nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>
+// CHECK: scf.yield
+// CHECK: arith.constant 4.000000e+00 : f32
+// CHECK: math.tanh
+// CHECK: math.exp
+// CHECK: arith.constant 2.500000e+01 : f32
+// CHECK: math.tanh
+// CHECK: vector.store {{.*}} : memref<?xbf16>, vector<2xbf16>
+// CHECK: gpu.func @expert_down_3(
+// CHECK-COUNT-32: nvvm.mma.sync
+// CHECK-NOT: arith.truncf
+// CHECK: vector.store {{.*}} {alignment = 8 : i64} : memref<?xf32>, vector<2xf32>
+// CHECK-NOT: arith.truncf
+// CHECK: gpu.return
+
+// BF16-LABEL: func.func @grouped_f32(
+// BF16-COUNT-4: gpu.launch_func @moe_expert_kernels::@expert_to_bf16_0
+// BF16: gpu.launch_func @moe_expert_kernels::@expert_gate_up_2
+func.func @grouped_f32(%x: tensor<?x256xf32>, %off: tensor<9xi64>,
+                       %wg: tensor<8x256x128xf32>, %wu: tensor<8x256x128xf32>,
+                       %wd: tensor<8x128x256xf32>) -> tensor<?x256xf32> {
+  %y = moe.expert_ffn %x, %off, %wg, %wu, %wd
+      {activation = #moe.activation<situ_glu, gate_beta = 4.0, up_beta = 25.0>}
+      : (tensor<?x256xf32>, tensor<9xi64>, tensor<8x256x128xf32>,
+         tensor<8x256x128xf32>, tensor<8x128x256xf32>) -> tensor<?x256xf32>
+  return %y : tensor<?x256xf32>
+}
+
+// -----
+
+// An f32 combine reads and writes f32 rows (two 16-byte accesses per eight
+// elements, no rounding): the k weighted slots are summed in fp32 from zero
+// and then the f32 shared expert's row is added (ALGORITHMS.md section
+// 7.1). The shared expert's f32 GEMMs use SwiGLU and the same conversion
+// kernel; a bf16 weight (w_down here) is read in place.
+
+// CHECK-LABEL: func.func @combine_shared_f32(
+// CHECK-NOT: moe.
+// CHECK-COUNT-2: gpu.launch_func @moe_expert_kernels::@expert_to_bf16_0
+// CHECK-NOT: expert_to_bf16
+// CHECK: scf.if
+// CHECK: gpu.launch_func @moe_expert_kernels::@expert_to_bf16_0
+// CHECK: gpu.launch_func @moe_expert_kernels::@expert_gate_up_1 {{.*}} args({{.*}} : memref<?x128xbf16>, {{.*}} : memref<128x128xbf16>, {{.*}} : memref<128x128xbf16>, {{.*}} : memref<?xbf16>, {{.*}} : index)
+// CHECK: gpu.launch_func @moe_expert_kernels::@expert_down_2 {{.*}} args({{.*}} : memref<?x128xbf16>, {{.*}} : memref<128x128xbf16>, {{.*}} : memref<?xf32>, {{.*}} : index)
+// CHECK: gpu.launch_func @moe_expert_kernels::@expert_slot_rows_3
+// CHECK: gpu.launch_func @moe_expert_kernels::@expert_combine_4 blocks in (%{{.*}}) threads in (%c256{{.*}}) args({{.*}} : memref<?xf32>, {{.*}} : memref<?xi32>, {{.*}} : memref<?x4xf32>, {{.*}} : memref<?xf32>, {{.*}} : memref<?xf32>)
+// CHECK-NOT: linalg.generic
+// CHECK: return
+// CHECK: gpu.func @expert_gate_up_1(
+// CHECK-NOT: math.tanh
+// CHECK: gpu.func @expert_combine_4(
+// CHECK: arith.constant dense<0.000000e+00> : vector<8xf32>
+// CHECK-NOT: arith.extf
+// CHECK: vector.load {{.*}} : memref<?xf32>, vector<8xf32>
+// CHECK-NEXT: vector.fma {{.*}} : vector<8xf32>
+// CHECK-COUNT-3: vector.fma {{.*}} : vector<8xf32>
+// CHECK-NOT: vector.fma
+// CHECK: vector.load {{.*}} : memref<?xf32>, vector<8xf32>
+// CHECK-NEXT: arith.addf {{.*}} : vector<8xf32>
+// CHECK-NOT: arith.truncf
+// CHECK-NEXT: vector.store {{.*}} : memref<?xf32>, vector<8xf32>
+#idf = affine_map<(d0, d1) -> (d0, d1)>
+func.func @combine_shared_f32(%out: tensor<?x128xf32>, %slot: tensor<?xi64>,
+                              %w: tensor<?x4xf32>, %x: tensor<?x128xf32>,
+                              %sg: tensor<128x128xf32>, %su: tensor<128x128xf32>,
+                              %sd: tensor<128x128xbf16>) -> tensor<?x128xf32> {
+  %y = moe.combine %out, %slot, %w
+      : (tensor<?x128xf32>, tensor<?xi64>, tensor<?x4xf32>) -> tensor<?x128xf32>
+  %s = moe.glu_ffn %x, %sg, %su, %sd {activation = #moe.activation<swiglu>}
+      : tensor<?x128xf32>, tensor<128x128xf32>, tensor<128x128xf32>, tensor<128x128xbf16>
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %y, %c0 : tensor<?x128xf32>
+  %init = tensor.empty(%n) : tensor<?x128xf32>
+  %sum = linalg.generic {indexing_maps = [#idf, #idf, #idf],
+                         iterator_types = ["parallel", "parallel"]}
+      ins(%s, %y : tensor<?x128xf32>, tensor<?x128xf32>)
+      outs(%init : tensor<?x128xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.addf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<?x128xf32>
+  return %sum : tensor<?x128xf32>
+}
+
+// -----
+
+// A dense FFN on [B, T, d] (a model's dense layers) runs on its B * T rows:
+// the op becomes one on the collapsed input, whose result is expanded back.
+
+// CHECK-LABEL: func.func @dense_rows(
+// CHECK-SAME: %[[X:[^:]+]]: tensor<?x?x128xf32>
+// CHECK: %[[FLAT:.+]] = tensor.collapse_shape %[[X]] {{\[\[}}0, 1], [2]] : tensor<?x?x128xf32> into tensor<?x128xf32>
+// CHECK: bufferization.to_buffer %[[FLAT]] read_only
+// CHECK: gpu.launch_func @moe_expert_kernels::@expert_gate_up_1 blocks in (%c3
+// CHECK: gpu.launch_func @moe_expert_kernels::@expert_down_2 blocks in (%c1
+// CHECK: %[[Y:.+]] = bufferization.to_tensor
+// CHECK: %[[B:.+]] = tensor.dim %[[X]], %c0
+// CHECK: %[[T:.+]] = tensor.dim %[[X]], %c1
+// CHECK: %[[OUT:.+]] = tensor.expand_shape %[[Y]] {{\[\[}}0, 1], [2]] output_shape [%[[B]], %[[T]], 128] : tensor<?x128xf32> into tensor<?x?x128xf32>
+// CHECK: return %[[OUT]]
+func.func @dense_rows(%x: tensor<?x?x128xf32>, %wg: tensor<128x192xf32>,
+                      %wu: tensor<128x192xf32>, %wd: tensor<192x128xf32>)
+    -> tensor<?x?x128xf32> {
+  %y = moe.glu_ffn %x, %wg, %wu, %wd
+      {activation = #moe.activation<situ_glu, gate_beta = 4.0, up_beta = 25.0>}
+      : tensor<?x?x128xf32>, tensor<128x192xf32>, tensor<128x192xf32>, tensor<192x128xf32>
+  return %y : tensor<?x?x128xf32>
+}
+
+// -----
+
 // What the generator does not take stays, with a remark that says why.
 
-func.func @declined(%x: tensor<?x64xf32>, %off: tensor<17xi64>,
-                    %wg: tensor<16x64x32xf32>, %wu: tensor<16x64x32xf32>,
-                    %wd: tensor<16x32x64xf32>, %xb: tensor<?x96xbf16>,
+// Under matmul-precision=exact, the f32 ops of @grouped_f32 and
+// @combine_shared_f32 are declined too (EXACT lines at the top).
+
+func.func @declined(%x: tensor<?x128xf16>, %off: tensor<17xi64>,
+                    %wg: tensor<16x128x64xf16>, %wu: tensor<16x128x64xf16>,
+                    %wd: tensor<16x64x128xf16>, %xb: tensor<?x96xbf16>,
                     %sg: tensor<96x128xbf16>, %su: tensor<96x128xbf16>,
-                    %sd: tensor<128x96xbf16>, %xc: tensor<?x128xbf16>,
-                    %tg: tensor<128x128xbf16>, %tu: tensor<128x128xbf16>,
-                    %td: tensor<128x128xbf16>, %slot: tensor<?xi64>,
-                    %w: tensor<?x4xf32>)
-    -> (tensor<?x64xf32>, tensor<?x96xbf16>, tensor<?x128xbf16>, tensor<?x64xf32>) {
-  // expected-remark @below {{expert_ffn left to -moe-fuse-routing: the input and weights are not bf16}}
+                    %sd: tensor<128x96xbf16>, %xc: tensor<?x128xf32>,
+                    %tg: tensor<128x128xf32>, %tu: tensor<128x128xf64>,
+                    %td: tensor<128x128xf32>, %slot: tensor<?xi64>,
+                    %w: tensor<?x4xf32>, %xd: tensor<?x60xf32>,
+                    %x3: tensor<2x?x96xbf16>)
+    -> (tensor<?x128xf16>, tensor<?x96xbf16>, tensor<?x128xf32>, tensor<?x128xf16>,
+        tensor<?x60xf32>, tensor<2x?x96xbf16>) {
+  // expected-remark @below {{expert_ffn left to -moe-fuse-routing: the input is neither f32 nor bf16}}
   %y = moe.expert_ffn %x, %off, %wg, %wu, %wd {activation = #moe.activation<swiglu>}
-      : (tensor<?x64xf32>, tensor<17xi64>, tensor<16x64x32xf32>,
-         tensor<16x64x32xf32>, tensor<16x32x64xf32>) -> tensor<?x64xf32>
+      : (tensor<?x128xf16>, tensor<17xi64>, tensor<16x128x64xf16>,
+         tensor<16x128x64xf16>, tensor<16x64x128xf16>) -> tensor<?x128xf16>
   // expected-remark @below {{glu_ffn left to -convert-moe-to-linalg: the hidden size is not a static multiple of 128}}
   %s = moe.glu_ffn %xb, %sg, %su, %sd {activation = #moe.activation<swiglu>}
       : tensor<?x96xbf16>, tensor<96x128xbf16>, tensor<96x128xbf16>, tensor<128x96xbf16>
-  // expected-remark @below {{glu_ffn left to -convert-moe-to-linalg: the activation is not swiglu}}
+  // expected-remark @below {{glu_ffn left to -convert-moe-to-linalg: the hidden size is not a static multiple of 128}}
+  %s3 = moe.glu_ffn %x3, %sg, %su, %sd {activation = #moe.activation<swiglu>}
+      : tensor<2x?x96xbf16>, tensor<96x128xbf16>, tensor<96x128xbf16>, tensor<128x96xbf16>
+  // expected-remark @below {{glu_ffn left to -convert-moe-to-linalg: w_up is neither f32 nor bf16}}
   %t = moe.glu_ffn %xc, %tg, %tu, %td {activation = #moe.activation<situ_glu, gate_beta = 4.0>}
-      : tensor<?x128xbf16>, tensor<128x128xbf16>, tensor<128x128xbf16>, tensor<128x128xbf16>
-  // expected-remark @below {{combine left to -moe-fuse-routing: not bf16 [N, d] with d a static multiple of 8}}
+      : tensor<?x128xf32>, tensor<128x128xf32>, tensor<128x128xf64>, tensor<128x128xf32>
+  // expected-remark @below {{combine left to -moe-fuse-routing: an element type is neither f32 nor bf16}}
   %c = moe.combine %x, %slot, %w
-      : (tensor<?x64xf32>, tensor<?xi64>, tensor<?x4xf32>) -> tensor<?x64xf32>
-  return %y, %s, %t, %c : tensor<?x64xf32>, tensor<?x96xbf16>, tensor<?x128xbf16>, tensor<?x64xf32>
+      : (tensor<?x128xf16>, tensor<?xi64>, tensor<?x4xf32>) -> tensor<?x128xf16>
+  // expected-remark @below {{combine left to -moe-fuse-routing: not [N, d] with d a static multiple of 8}}
+  %e = moe.combine %xd, %slot, %w
+      : (tensor<?x60xf32>, tensor<?xi64>, tensor<?x4xf32>) -> tensor<?x60xf32>
+  return %y, %s, %t, %c, %e, %s3 : tensor<?x128xf16>, tensor<?x96xbf16>, tensor<?x128xf32>,
+      tensor<?x128xf16>, tensor<?x60xf32>, tensor<2x?x96xbf16>
 }
 
 // -----

@@ -48,6 +48,14 @@ EXACT = Tol(exact=True, why="integers (load, indices, offsets, slots) or values 
             "far above the score error (see the case's margin)")
 BIAS = Tol(atol=1e-5, why="next bias from scores that differ by about 1e-7: "
            "bench/moe's bias bar")
+F32_BF16_GEMM = Tol(rtol=5e-3, why="f32 experts under matmul-precision=bf16: "
+                    "the GEMMs take bf16 operands with fp32 accumulation, the "
+                    "activation and the result are fp32. The inputs are exact "
+                    "in bf16, so the one rounding is h's to bf16 (2^-9 "
+                    "relative per element): a NumPy emulation of that rounding "
+                    "(fp64 otherwise) gives 1.6e-3 to 2.0e-3 of max|y| on these "
+                    "cases; 5e-3 leaves 2.5x for fp32 accumulation order and "
+                    "libdevice's tanh and exp; the CPU back end is fp32")
 MODEL_FN = Tol(rtol=1e-2, why="whole-model loss at random (not initial) weights, "
                "through bf16 tensor-core KDA and MLA kernels in every layer; such a "
                "loss is far from what a broken forward gives (not measured on a GPU "
@@ -131,6 +139,13 @@ class Offsets:
         return "Offsets(" + ",".join(map(str, self.counts)) + ")"
 
 
+class Permutation:
+    """[n] i64: a random permutation of 0 .. n - 1 (a combine's source_slot)."""
+
+    def key(self):
+        return "Permutation"
+
+
 class TopIndices:
     """[N, k] i64: k distinct experts of E per row, in random order."""
 
@@ -152,7 +167,7 @@ class Input:
         return zlib.crc32(self.key().encode())
 
     def is_integer(self):
-        return isinstance(self.gen, (Offsets, TopIndices, Integers))
+        return isinstance(self.gen, (Offsets, TopIndices, Integers, Permutation))
 
 
 # ---------------------------------------------------------------------------
@@ -178,6 +193,11 @@ def mla_bf16(text):
     # q, k, v, gate and output in bf16, as bench/mla/compile.sh derives its
     # bf16 variant.
     return text.replace("x96xf32", "x96xbf16").replace("x64xf32", "x64xbf16")
+
+
+def moe_ffn_f32(text):
+    # The bf16 layer with f32 input, weights and output.
+    return text.replace("xbf16>", "xf32>").replace("@moe_ffn_bf16(", "@moe_ffn_f32(")
 
 
 LIBRARIES = [
@@ -210,7 +230,8 @@ LIBRARIES = [
             what="the log-sum-exp returned, and no gate"),
     Library("moe_ffn", "examples/kernels/moe_ffn.mlir", modules=["moe_routing_kernels"],
             what="the MoE FFN example (f32): generated routing kernels, experts "
-                 "and shared expert as one-thread tile kernels"),
+                 "and shared expert (d = 64: below the expert generator's 128) as "
+                 "one-thread tile kernels, the generated f32 combine"),
     Library("moe_ffn_variants", "test/Integration/CPU/Inputs/moe-ffn-variants.mlir",
             modules=["moe_routing_kernels"],
             what="histogram QB, sign bias with SiTU-GLU, routing given as data, "
@@ -228,9 +249,20 @@ LIBRARIES = [
     Library("mapped", "test/Integration/GPU/Inputs/mapped-ops.mlir",
             what="ops no generator takes (norms, cross-entropy, embedding), mapped "
                  "by -moe-map-forall-to-gpu: row reductions one warp per output"),
+    Library("experts_f32", "test/Integration/GPU/Inputs/experts-f32.mlir",
+            modules=["moe_expert_kernels"],
+            what="f32 grouped experts (SwiGLU, SiTU-GLU), the f32 shared expert and "
+                 "f32 combines under matmul-precision=bf16: bf16 tensor-core GEMMs, "
+                 "fp32 accumulation, f32 results"),
+    Library("moe_ffn_f32", "bench/moe/moe_ffn_bf16_small.mlir", derive=moe_ffn_f32,
+            modules=["moe_routing_kernels", "moe_expert_kernels"],
+            what="the bf16 MoE layer of moe_ffn_bf16 in f32 (d = 256, E = 8, top-2): "
+                 "fp32 router, experts and shared expert on bf16 tensor cores "
+                 "(matmul-precision=bf16), f32 combine"),
     Library("kimi_tiny_fn", "examples/models/kimi-tiny.mlir",
             moe_opt=["-convert-moe-model-to-func"],
-            modules=["moe_kda_kernels", "moe_attention_kernels", "moe_routing_kernels"],
+            modules=["moe_kda_kernels", "moe_attention_kernels", "moe_routing_kernels",
+                     "moe_expert_kernels"],
             what="kimi-tiny's loss as a function of its packed parameters, tokens and "
                  "labels (-convert-moe-model-to-func), the whole model through "
                  "moe-lower-to-nvvm"),
@@ -593,6 +625,167 @@ def mapped_cases():
     return cases
 
 
+SITU = ["--activation=situ_glu", "--gate-beta=4", "--up-beta=25"]
+
+
+def grouped_reference(extra=()):
+    """Each group of rows through moe-reference glu_ffn (fp64) with its
+    expert's weights and the activation options `extra`."""
+    def reference(ctx, paths):
+        import numpy as np
+        xp, off, wg, wu, wd = paths
+        rows, offsets = np.load(xp), np.load(off)
+        gates, ups, downs = np.load(wg), np.load(wu), np.load(wd)
+        y = np.zeros((rows.shape[0], downs.shape[2]), np.float64)
+        for e in range(gates.shape[0]):
+            lo, hi = int(offsets[e]), int(offsets[e + 1])
+            if lo == hi:
+                continue
+            files = []
+            for name, arr in (("x", rows[lo:hi]), ("g", gates[e]), ("u", ups[e]),
+                              ("d", downs[e])):
+                files.append(ctx.scratch(f"group{e}_{name}.npy"))
+                np.save(files[-1], arr)
+            y[lo:hi] = np.load(ctx.moe_reference("glu_ffn", files, ["--dtype=f64", *extra],
+                                                 out=ctx.scratch(f"group{e}_y.npy")))
+        out = ctx.scratch("ref_y.npy")
+        np.save(out, y.astype(np.float32))
+        return {0: out}
+    return reference
+
+
+def shared_reference(ctx, paths):
+    """moe-reference glu_ffn (fp64) with SiTU-GLU."""
+    return {0: ctx.moe_reference("glu_ffn", paths, SITU)}
+
+
+def dense_reference(ctx, paths):
+    """moe-reference glu_ffn (fp64, SiTU-GLU) on the [B * T, d] rows."""
+    import numpy as np
+    x = np.load(paths[0])
+    rows = ctx.scratch("dense_rows.npy")
+    np.save(rows, x.reshape(-1, x.shape[-1]))
+    y = np.load(ctx.moe_reference("glu_ffn", [rows, *paths[1:]], SITU))
+    out = ctx.scratch("ref_y.npy")
+    np.save(out, y.reshape(*x.shape[:-1], y.shape[-1]))
+    return {0: out}
+
+
+def experts_combine_reference(ctx, paths):
+    """y = sum_j w_j Expert_{idx_j}(x) + Shared(x): every expert and the
+    shared expert by moe-reference glu_ffn (fp64, SiTU-GLU) on every token,
+    combined here in fp64."""
+    import numpy as np
+    x, idx, w, wg, wu, wd, sg, su, sd = paths
+    indices, weights = np.load(idx), np.load(w).astype(np.float64)
+    gates, ups, downs = np.load(wg), np.load(wu), np.load(wd)
+    y = np.load(ctx.moe_reference("glu_ffn", [x, sg, su, sd], ["--dtype=f64", *SITU],
+                                  out=ctx.scratch("shared_y.npy"))).astype(np.float64)
+    for e in range(gates.shape[0]):
+        files = []
+        for name, arr in (("g", gates), ("u", ups), ("d", downs)):
+            files.append(ctx.scratch(f"expert{e}_{name}.npy"))
+            np.save(files[-1], arr[e])
+        ye = np.load(ctx.moe_reference("glu_ffn", [x] + files, ["--dtype=f64", *SITU],
+                                       out=ctx.scratch(f"expert{e}_y.npy")))
+        y += ((indices == e) * weights).sum(axis=1, keepdims=True) * ye
+    out = ctx.scratch("ref_y.npy")
+    np.save(out, y.astype(np.float32))
+    return {0: out}
+
+
+def combine_reference(ctx, paths):
+    """result[n] = sum_i w[n, i] out[m] with source_slot[m] = n k + i, fp64."""
+    import numpy as np
+    out, slot, w = (np.load(p) for p in paths)
+    weights = w.astype(np.float64)
+    n, k = weights.shape
+    row_of = np.empty(n * k, np.int64)
+    row_of[slot] = np.arange(n * k)
+    rows = out.astype(np.float64)[row_of].reshape(n, k, -1)
+    y = (weights[:, :, None] * rows).sum(axis=1)
+    path = ctx.scratch("ref_y.npy")
+    np.save(path, y.astype(np.float32))
+    return {0: path}
+
+
+def experts_f32_cases():
+    """f32 experts and combines (matmul-precision=bf16). Gate/up weights of
+    the SiTU-GLU cases are large enough (x Wg, x Wu of standard deviation
+    about 16) that both caps act: SiTU saturates at 4, the up cap bends."""
+    cases = []
+    for label, counts in (("ragged", (0, 1, 130, 7, 0, 64, 200, 33)),
+                          ("one_group", (5, 0, 0, 0, 0, 0, 0, 0)),
+                          ("empty", (0,) * 8)):
+        rows = sum(counts)
+        for entry, w, extra in (("experts_f32", 0.11, ()), ("experts_f32_situ", 3.0, SITU)):
+            if label != "ragged" and entry == "experts_f32_situ":
+                continue
+            cases.append(KernelCase(
+                f"experts_f32/{entry}/{label}_R{rows}", "experts_f32", entry,
+                [Input("xp", (rows, 256), Uniform(-1, 1)),
+                 Input("offsets", (9,), Offsets(counts)),
+                 Input("w_gate", (8, 256, 128), Uniform(-w, w)),
+                 Input("w_up", (8, 256, 128), Uniform(-w, w)),
+                 Input("w_down", (8, 128, 256), Uniform(-0.15, 0.15))],
+                [Check(0, "y", F32_BF16_GEMM)], grouped_reference(extra),
+                note="group sizes " + ", ".join(map(str, counts))))
+    for N in (1, 300):
+        cases.append(KernelCase(
+            f"experts_f32/shared_f32_situ/N{N}", "experts_f32", "shared_f32_situ",
+            [Input("x", (N, 256), Uniform(-1, 1)),
+             Input("ws_gate", (256, 128), Uniform(-3, 3)),
+             Input("ws_up", (256, 128), Uniform(-3, 3)),
+             Input("ws_down", (128, 256), Uniform(-0.15, 0.15))],
+            [Check(0, "y", F32_BF16_GEMM)], shared_reference))
+    cases.append(KernelCase(
+        "experts_f32/dense_f32_situ/B2_T150", "experts_f32", "dense_f32_situ",
+        [Input("x", (2, 150, 256), Uniform(-1, 1)),
+         Input("w_gate", (256, 192), Uniform(-3, 3)),
+         Input("w_up", (256, 192), Uniform(-3, 3)),
+         Input("w_down", (192, 256), Uniform(-0.15, 0.15))],
+        [Check(0, "y", F32_BF16_GEMM)], dense_reference,
+        note="[B, T, d] input (a model's dense layer): collapsed to 300 rows; "
+             "F = 192, three gate/up column tiles"))
+    for N in (1, 77, 300):
+        cases.append(KernelCase(
+            f"experts_f32/experts_combine_f32/N{N}", "experts_f32", "experts_combine_f32",
+            [Input("x", (N, 256), Uniform(-1, 1)),
+             Input("indices", (N, 4), TopIndices(8)),
+             Input("weights", (N, 4), Uniform(0, 1)),
+             Input("w_gate", (8, 256, 128), Uniform(-3, 3)),
+             Input("w_up", (8, 256, 128), Uniform(-3, 3)),
+             Input("w_down", (8, 128, 256), Uniform(-0.15, 0.15)),
+             Input("ws_gate", (256, 128), Uniform(-3, 3)),
+             Input("ws_up", (256, 128), Uniform(-3, 3)),
+             Input("ws_down", (128, 256), Uniform(-0.15, 0.15))],
+            [Check(0, "y", F32_BF16_GEMM)], experts_combine_reference,
+            note="routing given as data (top-4 of 8, ragged groups); SiTU-GLU; "
+                 "the shared expert's sum fused into the combine"))
+    for N in (1, 300):
+        cases.append(KernelCase(
+            f"experts_f32/combine_f32/N{N}", "experts_f32", "combine_f32",
+            [Input("expert_out", (4 * N, 256), Uniform(-2, 2)),
+             Input("source_slot", (4 * N,), Permutation()),
+             Input("weights", (N, 4), Uniform(0, 1))],
+            [Check(0, "y", F32)], combine_reference,
+            note="no matmul: fp32 throughout"))
+    for N in (1, 300, 777):
+        ins = [Input("x", (N, 256), Uniform(-1, 1)),
+               Input("w_router", (8, 256), Uniform(-0.11, 0.11)),
+               Input("bias", (8,), Uniform(-0.05, 0.05)),
+               Input("w_gate", (8, 256, 128), Uniform(-0.11, 0.11)),
+               Input("w_up", (8, 256, 128), Uniform(-0.11, 0.11)),
+               Input("w_down", (8, 128, 256), Uniform(-0.15, 0.15)),
+               Input("ws_gate", (256, 128), Uniform(-0.11, 0.11)),
+               Input("ws_up", (256, 128), Uniform(-0.11, 0.11)),
+               Input("ws_down", (128, 256), Uniform(-0.15, 0.15))]
+        cases.append(KernelCase(f"moe_ffn_f32/moe_ffn_f32/N{N}", "moe_ffn_f32",
+                                "moe_ffn_f32", ins, moe_checks(F32_BF16_GEMM),
+                                moe_reference(2, 2.5), margin=(2, 0)))
+    return cases
+
+
 def model_fn_reference(ctx, paths):
     """test/tools/model-reference/model_reference.py loss: the fp64 NumPy
     model on the same parameters and batch."""
@@ -677,4 +870,5 @@ def program_cases():
 
 def all_cases():
     return (program_cases() + kda_cases() + mla_cases() + moe_cases() + routing_cases()
-            + experts_cases() + mapped_cases() + model_fn_cases() + model_cases())
+            + experts_cases() + experts_f32_cases() + mapped_cases() + model_fn_cases()
+            + model_cases())

@@ -273,6 +273,9 @@ class Prepare:
                 rng = np.random.default_rng(inp.seed())
                 rows, k = inp.shape
                 values = np.stack([rng.permutation(gen.experts)[:k] for _ in range(rows)])
+            elif isinstance(gen, table.Permutation):
+                rng = np.random.default_rng(inp.seed())
+                values = rng.permutation(inp.shape[0])
             elif isinstance(gen, table.Integers):
                 rng = np.random.default_rng(inp.seed())
                 values = rng.integers(gen.low, gen.high, inp.shape)

@@ -6,8 +6,14 @@
 // generator for the expert half of an MoE FFN (ALGORITHMS.md sections 4.4
 // and 7.1): `moe.expert_ffn` (grouped over expert-sorted rows) and
 // `moe.glu_ffn` (the shared expert, one group of all rows) become two
-// grouped GEMMs on tensor cores, the gate/up GEMM with the activation in its
-// epilogue and the down GEMM; `moe.combine` becomes a weighted gather.
+// grouped GEMMs on tensor cores, the gate/up GEMM with the activation
+// (SwiGLU or SiTU-GLU) in its epilogue and the down GEMM; `moe.combine`
+// becomes a weighted gather.
+//
+// Precision policy (`matmul-precision`): under `bf16`, f32 inputs and
+// weights are rounded to bf16 by a conversion kernel before the GEMMs, the
+// GEMMs accumulate in fp32 and the result is stored in the op's own type;
+// under `exact`, only ops whose operands are already bf16 are taken.
 //
 // The GEMMs are block tiles of 128 rows by 128 columns stepping 32 along the
 // reduction, four warps of 64 x 64 each, `mma.sync` m16n8k16 with bf16
@@ -20,6 +26,7 @@
 
 #include "moe/Dialect/MoE/Transforms/Passes.h"
 #include "moe/Dialect/MoE/Utils/DeviceEmitter.h"
+#include "moe/Dialect/MoE/Utils/TensorBuilder.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -58,8 +65,10 @@ struct Pipeline {
   int64_t stageElements() const { return aElements() + step * cols; }
   int64_t sharedBytes() const { return stages * stageElements() * 2; }
 };
-/// Threads of the combine kernel (eight bf16 per thread and step).
+/// Threads of the combine kernel (eight elements per thread and step).
 constexpr int64_t kCombineThreads = 256;
+/// Threads of the f32 -> bf16 conversion kernel (eight elements each).
+constexpr int64_t kConvertThreads = 256;
 
 /// The two GEMMs of an expert FFN.
 enum class GemmKind {
@@ -90,9 +99,13 @@ public:
   /// tileGroup/tileRow [maxTiles] i32, unused tiles marked -1.
   gpu::GPUFuncOp scheduleKernel(Location loc, TypeRange argTypes,
                                 int64_t experts);
-  /// One of the two GEMMs; `grouped` reads the tile table.
+  /// One of the two GEMMs; `grouped` reads the tile table. `activation` is
+  /// the gate/up epilogue's (null for the down GEMM).
   gpu::GPUFuncOp gemmKernel(Location loc, TypeRange argTypes, GemmKind kind,
-                            bool grouped, int64_t reduction, int64_t width);
+                            bool grouped, int64_t reduction, int64_t width,
+                            ActivationAttr activation);
+  /// dst[i] = bf16(src[i]) for i < 8 * count (round to nearest even).
+  gpu::GPUFuncOp convertKernel(Location loc, TypeRange argTypes);
   /// The inverse of a dispatch's source_slot: rowOf[source_slot[m]] = m.
   gpu::GPUFuncOp inverseKernel(Location loc, TypeRange argTypes);
   /// result[n] = sum_i weights[n, i] expert_output[rowOf[n k + i]].
@@ -106,7 +119,8 @@ private:
   /// What identifies a kernel: its stem, its argument types and the
   /// parameters that shape its body.
   static std::string keyOf(StringRef stem, TypeRange argTypes,
-                           ArrayRef<int64_t> parameters) {
+                           ArrayRef<int64_t> parameters,
+                           Attribute attr = Attribute()) {
     std::string key;
     llvm::raw_string_ostream os(key);
     os << stem;
@@ -114,6 +128,8 @@ private:
       os << ' ' << p;
     for (Type t : argTypes)
       os << ' ' << t;
+    if (attr)
+      os << ' ' << attr;
     return key;
   }
 
@@ -197,11 +213,11 @@ gpu::GPUFuncOp ExpertKernelBuilder::scheduleKernel(Location loc,
 
 gpu::GPUFuncOp ExpertKernelBuilder::gemmKernel(Location loc, TypeRange argTypes,
                                                GemmKind kind, bool grouped,
-                                               int64_t reduction,
-                                               int64_t width) {
-  std::string key =
-      keyOf("expert_gemm", argTypes,
-            {static_cast<int64_t>(kind), grouped, reduction, width});
+                                               int64_t reduction, int64_t width,
+                                               ActivationAttr activation) {
+  std::string key = keyOf(
+      "expert_gemm", argTypes,
+      {static_cast<int64_t>(kind), grouped, reduction, width}, activation);
   if (gpu::GPUFuncOp known = built.lookup(key))
     return known;
   bool gateUp = kind == GemmKind::GateUp;
@@ -211,9 +227,9 @@ gpu::GPUFuncOp ExpertKernelBuilder::gemmKernel(Location loc, TypeRange argTypes,
   ImplicitLocOpBuilder b =
       ImplicitLocOpBuilder::atBlockBegin(loc, &func.getBody().front());
   DeviceEmitter e(b);
-  // Arguments: A [M, K]; B (gate/up: Wg, Wu; down: Wd), [E,] K x width;
-  // output (gate/up: h [M * F] flat; down: [M, d]); M; grouped: tileGroup,
-  // tileRow, offsets [E + 1].
+  // Arguments: A [M, K] bf16; B (gate/up: Wg, Wu; down: Wd), [E,] K x
+  // width bf16; output (gate/up: h [M * F] bf16; down: [M * d], f32 or
+  // bf16), flat; M; grouped: tileGroup, tileRow, offsets [E + 1].
   unsigned arg = 0;
   Value a = func.getArgument(arg++);
   Value b0 = func.getArgument(arg++);
@@ -390,35 +406,45 @@ gpu::GPUFuncOp ExpertKernelBuilder::gemmKernel(Location loc, TypeRange argTypes,
             b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), ValueRange()),
         b.getI32IntegerAttr(0));
 
-    // Epilogue: rows below rowEnd only.
-    Value one = e.f32(1.0);
+    // Epilogue: rows below rowEnd only; pairs of adjacent columns stored
+    // in the output's type.
+    bool outF32 = cast<MemRefType>(out.getType()).getElementType().isF32();
+    auto storePair = [&](Value lo, Value hi, Value at) {
+      if (!outF32)
+        return e.storePairBF16(lo, hi, out, at);
+      Value pair = vector::FromElementsOp::create(
+          b, VectorType::get({2}, b.getF32Type()), ValueRange{lo, hi});
+      vector::StoreOp::create(b, pair, out, ValueRange{at},
+                              /*nontemporal=*/false, llvm::MaybeAlign(8));
+    };
     for (int64_t i = 0; i < 4; ++i) {
       Value row0 = e.add(rowTile.rowStart, e.add(warpRow, e.idx(16 * i)));
       for (int64_t half = 0; half < 2; ++half) {
         Value row = e.add(e.add(row0, e.laneGroup), e.idx(8 * half));
         e.ifThen(e.ult(row, rowTile.rowEnd), [&] {
           if (gateUp) {
-            // h = silu(g) * u for the warp's 32 columns.
+            // h = act(g, u) in fp32 for the warp's 32 columns (SwiGLU or
+            // SiTU-GLU, ALGORITHMS.md sections 6 and 7.1).
+            std::optional<double> gateBeta = activation.getGateBetaValue(),
+                                  upBeta = activation.getUpBetaValue();
             for (int64_t j = 0; j < 4; ++j) {
               int64_t g = (i * 8 + j) * 4 + 2 * half;
               int64_t u = (i * 8 + j + 4) * 4 + 2 * half;
               auto act = [&](Value gv, Value uv) {
-                Value sig = arith::DivFOp::create(
-                    b, one, e.fadd(one, e.exp(arith::NegFOp::create(b, gv))));
-                return e.fmul(e.fmul(gv, sig), uv);
+                return buildGatedActivation(b, b.getLoc(), gv, uv, gateBeta,
+                                            upBeta);
               };
               Value col = e.add(e.add(outCol0, warpCol),
                                 e.add(e.idx(8 * j), e.laneCol));
-              e.storePairBF16(act(acc[g], acc[u]), act(acc[g + 1], acc[u + 1]),
-                              out, e.add(e.mul(row, width), col));
+              storePair(act(acc[g], acc[u]), act(acc[g + 1], acc[u + 1]),
+                        e.add(e.mul(row, width), col));
             }
           } else {
             for (int64_t j = 0; j < 8; ++j) {
               int64_t c = (i * 8 + j) * 4 + 2 * half;
               Value col = e.add(e.add(outCol0, warpCol),
                                 e.add(e.idx(8 * j), e.laneCol));
-              e.storePairBF16(acc[c], acc[c + 1], out,
-                              e.add(e.mul(row, width), col));
+              storePair(acc[c], acc[c + 1], e.add(e.mul(row, width), col));
             }
           }
         });
@@ -454,6 +480,37 @@ gpu::GPUFuncOp ExpertKernelBuilder::inverseKernel(Location loc,
   return func;
 }
 
+gpu::GPUFuncOp ExpertKernelBuilder::convertKernel(Location loc,
+                                                  TypeRange argTypes) {
+  std::string key = keyOf("expert_to_bf16", argTypes, {});
+  if (gpu::GPUFuncOp known = built.lookup(key))
+    return known;
+  gpu::GPUFuncOp func = createKernel(module, loc, uniqueName("expert_to_bf16"),
+                                     argTypes, kConvertThreads);
+  ImplicitLocOpBuilder b =
+      ImplicitLocOpBuilder::atBlockBegin(loc, &func.getBody().front());
+  DeviceEmitter e(b);
+  // Arguments: src [n] f32, dst [n] bf16, n / 8.
+  Value src = func.getArgument(0), dst = func.getArgument(1),
+        count = func.getArgument(2);
+  Value i = e.add(
+      e.mul(gpu::BlockIdOp::create(b, gpu::Dimension::x), kConvertThreads),
+      gpu::ThreadIdOp::create(b, gpu::Dimension::x));
+  e.ifThen(e.ult(i, count), [&] {
+    Value at = e.mul(i, 8);
+    Value v = vector::LoadOp::create(
+        b, VectorType::get({8}, b.getF32Type()), src, ValueRange{at},
+        /*nontemporal=*/false, llvm::MaybeAlign(16));
+    Value rounded =
+        arith::TruncFOp::create(b, VectorType::get({8}, b.getBF16Type()), v);
+    vector::StoreOp::create(b, rounded, dst, ValueRange{at},
+                            /*nontemporal=*/false, llvm::MaybeAlign(16));
+  });
+  gpu::ReturnOp::create(b);
+  built[key] = func;
+  return func;
+}
+
 gpu::GPUFuncOp ExpertKernelBuilder::combineKernel(Location loc,
                                                   TypeRange argTypes,
                                                   int64_t topK, int64_t width) {
@@ -467,6 +524,7 @@ gpu::GPUFuncOp ExpertKernelBuilder::combineKernel(Location loc,
   DeviceEmitter e(b);
   // Arguments: expert output [M * d] flat, rowOf [N k] i32, weights [N, k]
   // f32, result [N * d] flat; then the shared expert's [N * d] when fused.
+  // Rows are f32 or bf16, each buffer its own.
   Value expertOut = func.getArgument(0), rowOf = func.getArgument(1),
         weights = func.getArgument(2), result = func.getArgument(3);
   Value shared = func.getNumArguments() > 4 ? func.getArgument(4) : Value();
@@ -475,11 +533,14 @@ gpu::GPUFuncOp ExpertKernelBuilder::combineKernel(Location loc,
   Type bf16 = b.getBF16Type(), f32 = b.getF32Type();
   auto vec8 = VectorType::get({8}, bf16);
   auto vec8f = VectorType::get({8}, f32);
+  auto isF32 = [](Value mem) {
+    return cast<MemRefType>(mem.getType()).getElementType().isF32();
+  };
   auto load8 = [&](Value mem, Value at) {
-    Value v =
-        vector::LoadOp::create(b, vec8, mem, ValueRange{at},
-                               /*nontemporal=*/false, llvm::MaybeAlign(16));
-    return arith::ExtFOp::create(b, vec8f, v).getResult();
+    Value v = vector::LoadOp::create(
+        b, isF32(mem) ? vec8f : vec8, mem, ValueRange{at},
+        /*nontemporal=*/false, llvm::MaybeAlign(16));
+    return isF32(mem) ? v : arith::ExtFOp::create(b, vec8f, v).getResult();
   };
   SmallVector<Value> rowBase, weight;
   for (int64_t i = 0; i < topK; ++i) {
@@ -491,16 +552,19 @@ gpu::GPUFuncOp ExpertKernelBuilder::combineKernel(Location loc,
         b, vec8f, e.load(weights, {token, e.idx(i)})));
   }
   e.forLoop(e.mul(tid, 8), e.idx(width), kCombineThreads * 8, [&](Value col) {
-    Value sum =
-        shared ? load8(shared, e.add(e.mul(token, width), col))
-               : arith::ConstantOp::create(
-                     b, DenseElementsAttr::get(vec8f, b.getF32FloatAttr(0.0)))
-                     .getResult();
+    // The k slots in order from zero, then the shared expert's row
+    // (ALGORITHMS.md section 7.1), all in fp32.
+    Value sum = arith::ConstantOp::create(
+        b, DenseElementsAttr::get(vec8f, b.getF32FloatAttr(0.0)));
     for (int64_t i = 0; i < topK; ++i)
       sum = vector::FMAOp::create(
           b, weight[i], load8(expertOut, e.add(rowBase[i], col)), sum);
-    vector::StoreOp::create(b, arith::TruncFOp::create(b, vec8, sum), result,
-                            ValueRange{e.add(e.mul(token, width), col)},
+    Value at = e.add(e.mul(token, width), col);
+    if (shared)
+      sum = arith::AddFOp::create(b, sum, load8(shared, at));
+    if (!isF32(result))
+      sum = arith::TruncFOp::create(b, vec8, sum);
+    vector::StoreOp::create(b, sum, result, ValueRange{at},
                             /*nontemporal=*/false, llvm::MaybeAlign(16));
   });
   gpu::ReturnOp::create(b);
@@ -512,24 +576,42 @@ gpu::GPUFuncOp ExpertKernelBuilder::combineKernel(Location loc,
 // Host side
 //===----------------------------------------------------------------------===//
 
+/// Whether f32 matmul operands are rounded to bf16 (matmul-precision=bf16)
+/// or only bf16 ones are taken (exact).
+enum class Precision { BF16, Exact };
+
+/// Why the generator does not take an element type (empty when it does):
+/// bf16 always, f32 when the policy rounds it to bf16.
+static std::string unsupportedElement(Type type, Precision precision) {
+  if (type.isBF16() || (type.isF32() && precision == Precision::BF16))
+    return "";
+  return precision == Precision::Exact ? "not bf16 (matmul-precision=exact)"
+                                       : "neither f32 nor bf16";
+}
+
 /// Why the generator does not take an FFN with these operand types (empty
 /// when it does).
-static std::string unsupportedReason(Value input, Value wGate, Value wDown,
-                                     ActivationAttr activation,
-                                     Pipeline pipeline) {
-  auto x = cast<RankedTensorType>(input.getType());
-  auto wg = cast<RankedTensorType>(wGate.getType());
-  auto wd = cast<RankedTensorType>(wDown.getType());
-  if (activation.getKind() != Activation::SwiGLU)
-    return "the activation is not swiglu";
+static std::string unsupportedReason(Type input, Type wGate, Type wUp,
+                                     Type wDown, Pipeline pipeline,
+                                     Precision precision) {
+  auto x = cast<RankedTensorType>(input);
+  auto wg = cast<RankedTensorType>(wGate);
+  auto wu = cast<RankedTensorType>(wUp);
+  auto wd = cast<RankedTensorType>(wDown);
   if (x.getRank() != 2)
     return "the input is not [rows, d]";
   // The schedule kernel gives each expert one thread of one block.
   if (wg.getRank() == 3 && wg.getDimSize(0) > 1024)
     return "more than 1024 experts";
-  if (!x.getElementType().isBF16() || !wg.getElementType().isBF16() ||
-      !wd.getElementType().isBF16())
-    return "the input and weights are not bf16";
+  for (auto [name, type] : {std::pair<StringRef, Type>{"the input", input},
+                            {"w_gate", wGate},
+                            {"w_up", wUp},
+                            {"w_down", wDown}}) {
+    std::string why = unsupportedElement(
+        cast<RankedTensorType>(type).getElementType(), precision);
+    if (!why.empty())
+      return llvm::formatv("{0} is {1}", name, why).str();
+  }
   int64_t d = x.getDimSize(1), width = wg.getShape().back();
   int64_t cols = pipeline.cols;
   if (ShapedType::isDynamic(d) || d % cols != 0)
@@ -537,8 +619,8 @@ static std::string unsupportedReason(Value input, Value wGate, Value wDown,
                          cols);
   // The pipeline's prologue fills stages - 2 whole steps of either GEMM.
   int64_t least = std::max(cols / 2, (pipeline.stages - 2) * pipeline.step);
-  if (!wg.hasStaticShape() || width % (cols / 2) != 0 || width < least ||
-      d < least)
+  if (!wg.hasStaticShape() || !wu.hasStaticShape() || !wd.hasStaticShape() ||
+      width % (cols / 2) != 0 || width < least || d < least)
     return llvm::formatv("the expert width is not a static multiple of {0} or "
                          "the width or hidden size is below {1}",
                          cols / 2, least);
@@ -549,6 +631,7 @@ static std::string unsupportedReason(Value input, Value wGate, Value wDown,
 /// (null: one group of all rows).
 struct FFNOperands {
   Value input, offsets, wGate, wUp, wDown;
+  ActivationAttr activation;
 };
 
 /// The operands of `op` (a moe.expert_ffn or moe.glu_ffn), read when it is
@@ -556,10 +639,10 @@ struct FFNOperands {
 static FFNOperands operandsOf(Operation *op) {
   if (auto ffn = dyn_cast<ExpertFFNOp>(op))
     return {ffn.getInput(), ffn.getExpertOffsets(), ffn.getWGate(),
-            ffn.getWUp(), ffn.getWDown()};
+            ffn.getWUp(),   ffn.getWDown(),         ffn.getActivation()};
   auto glu = cast<GLUFFNOp>(op);
-  return {glu.getInput(), Value(), glu.getWGate(), glu.getWUp(),
-          glu.getWDown()};
+  return {glu.getInput(), Value(),        glu.getWGate(),
+          glu.getWUp(),   glu.getWDown(), glu.getActivation()};
 }
 
 /// A gpu.alloc'ed flat device buffer viewed as [rows, width].
@@ -574,24 +657,125 @@ static Value viewAs2D(ImplicitLocOpBuilder &b, Value flat, Value rows,
       ArrayRef<OpFoldResult>{b.getIndexAttr(width), b.getIndexAttr(1)});
 }
 
+/// `type` [..., d] as [rows, d] (rank 2 or less: itself).
+static RankedTensorType rowsOf(RankedTensorType type) {
+  if (type.getRank() <= 2)
+    return type;
+  int64_t rows = 1;
+  for (int64_t dim : type.getShape().drop_back())
+    rows = ShapedType::isDynamic(dim) || ShapedType::isDynamic(rows)
+               ? ShapedType::kDynamic
+               : rows * dim;
+  return RankedTensorType::get({rows, type.getShape().back()},
+                               type.getElementType());
+}
+
+/// Replaces `glu` (input [..., d]) by the same FFN on its collapsed
+/// [rows, d] input, expanded back; returns the new op.
+static GLUFFNOp flattenRows(GLUFFNOp glu) {
+  ImplicitLocOpBuilder b(glu.getLoc(), glu);
+  RankedTensorType type = glu.getInput().getType();
+  RankedTensorType flatType = rowsOf(type);
+  SmallVector<ReassociationIndices> groups = {
+      llvm::to_vector(llvm::seq<int64_t>(0, type.getRank() - 1)),
+      {type.getRank() - 1}};
+  Value flat =
+      tensor::CollapseShapeOp::create(b, flatType, glu.getInput(), groups);
+  auto flatFFN =
+      GLUFFNOp::create(b, flatType, flat, glu.getWGate(), glu.getWUp(),
+                       glu.getWDown(), glu.getActivation());
+  SmallVector<OpFoldResult> sizes =
+      tensor::getMixedSizes(b, glu.getLoc(), glu.getInput());
+  Value result = tensor::ExpandShapeOp::create(b, type, flatFFN.getResult(),
+                                               groups, sizes);
+  glu.getResult().replaceAllUsesWith(result);
+  glu.erase();
+  return flatFFN;
+}
+
+/// Launches the conversion kernel: `elements` (a multiple of 8) f32 of the
+/// identity-layout `src` rounded to bf16 into the flat device buffer `dst`.
+static void launchConvert(ImplicitLocOpBuilder &b, ExpertKernelBuilder &kernels,
+                          Value src, Value dst, Value elements) {
+  DeviceEmitter e(b);
+  auto srcType = cast<MemRefType>(src.getType());
+  if (srcType.getRank() != 1) {
+    ReassociationIndices all =
+        llvm::to_vector(llvm::seq<int64_t>(0, srcType.getRank()));
+    src = memref::CollapseShapeOp::create(b, src,
+                                          ArrayRef<ReassociationIndices>{all});
+  }
+  auto dynamicType = MemRefType::get({ShapedType::kDynamic}, b.getF32Type());
+  if (src.getType() != dynamicType)
+    src = memref::CastOp::create(b, dynamicType, src);
+  Value count = e.div(elements, 8);
+  SmallVector<Value> args = {src, dst, count};
+  gpu::GPUFuncOp convert =
+      kernels.convertKernel(b.getLoc(), ValueRange(args).getTypes());
+  Value one = e.idx(1);
+  gpu::LaunchFuncOp::create(
+      b, convert,
+      gpu::KernelDim3{e.div(e.add(count, kConvertThreads - 1), kConvertThreads),
+                      one, one},
+      gpu::KernelDim3{e.idx(kConvertThreads), one, one}, Value(), args);
+}
+
+/// The weights `tensor` (static shape) as a bf16 buffer of their shape: in
+/// place when bf16, else rounded by the conversion kernel into a device
+/// buffer (all experts, once per op).
+static Value weightsAsBF16(ImplicitLocOpBuilder &b,
+                           ExpertKernelBuilder &kernels, Value tensor) {
+  Value mem = readOnlyBuffer(b, tensor);
+  auto type = cast<RankedTensorType>(tensor.getType());
+  if (type.getElementType().isBF16())
+    return mem;
+  DeviceEmitter e(b);
+  Value elements = e.idx(type.getNumElements());
+  Value flat = allocateDeviceBuffers(b, {{elements, b.getBF16Type()}}).front();
+  launchConvert(b, kernels, mem, flat, elements);
+  auto bf16Type = MemRefType::get(type.getShape(), b.getBF16Type());
+  SmallVector<OpFoldResult> sizes, strides;
+  int64_t stride = 1;
+  for (int64_t dim : llvm::reverse(type.getShape())) {
+    sizes.insert(sizes.begin(), b.getIndexAttr(dim));
+    strides.insert(strides.begin(), b.getIndexAttr(stride));
+    stride *= dim;
+  }
+  return memref::ReinterpretCastOp::create(
+      b, bf16Type, flat, OpFoldResult(b.getIndexAttr(0)), sizes, strides);
+}
+
 /// Launches the GEMMs of `op` (expert_ffn or glu_ffn) writing into `out`
-/// ([rows, d] memref).
+/// ([rows, d] memref of the op's type). f32 operands are rounded to bf16
+/// first (matmul-precision=bf16; the weights before the row check, the
+/// input after it).
 static void launchFFN(ImplicitLocOpBuilder &b, ExpertKernelBuilder &kernels,
                       Operation *op, Value out) {
   FFNOperands ffn = operandsOf(op);
   DeviceEmitter e(b);
   Type i32 = b.getI32Type(), bf16 = b.getBF16Type();
-  Value x = readOnlyBuffer(b, ffn.input);
-  Value wg = readOnlyBuffer(b, ffn.wGate), wu = readOnlyBuffer(b, ffn.wUp),
-        wd = readOnlyBuffer(b, ffn.wDown);
+  Value input = readOnlyBuffer(b, ffn.input);
+  Value wg = weightsAsBF16(b, kernels, ffn.wGate),
+        wu = weightsAsBF16(b, kernels, ffn.wUp),
+        wd = weightsAsBF16(b, kernels, ffn.wDown);
   auto wgType = cast<RankedTensorType>(ffn.wGate.getType());
   int64_t d = cast<RankedTensorType>(ffn.input.getType()).getDimSize(1);
   int64_t width = wgType.getShape().back();
-  Value rows = memref::DimOp::create(b, x, 0);
+  Value rows = memref::DimOp::create(b, input, 0);
   Value one = e.idx(1);
   auto smem = [&](int64_t bytes) {
     return arith::ConstantIntOp::create(b, bytes, 32).getResult();
   };
+  // The input as bf16 [rows, d]: in place, or a device buffer that the
+  // conversion kernel fills once there are rows.
+  bool convertInput =
+      !cast<MemRefType>(input.getType()).getElementType().isBF16();
+  Value inputBF16;
+  Value x = input;
+  if (convertInput) {
+    inputBF16 = allocateDeviceBuffers(b, {{e.mul(rows, d), bf16}}).front();
+    x = viewAs2D(b, inputBF16, rows, d);
+  }
 
   bool grouped = static_cast<bool>(ffn.offsets);
   Value tiles, offsets;
@@ -624,9 +808,9 @@ static void launchFFN(ImplicitLocOpBuilder &b, ExpertKernelBuilder &kernels,
     args.push_back(rows);
     if (grouped)
       args.append({table[0], table[1], offsets});
-    gpu::GPUFuncOp gemm =
-        kernels.gemmKernel(op->getLoc(), ValueRange(args).getTypes(), kind,
-                           grouped, reduction, outWidth);
+    gpu::GPUFuncOp gemm = kernels.gemmKernel(
+        op->getLoc(), ValueRange(args).getTypes(), kind, grouped, reduction,
+        outWidth, kind == GemmKind::GateUp ? ffn.activation : ActivationAttr());
     gpu::LaunchFuncOp::create(
         b, gemm, gpu::KernelDim3{e.idx(colTiles), tiles, one},
         gpu::KernelDim3{e.idx(kernels.pipeline.threads()), one, one},
@@ -634,6 +818,8 @@ static void launchFFN(ImplicitLocOpBuilder &b, ExpertKernelBuilder &kernels,
   };
   // The grid is empty without rows.
   e.ifThen(e.ult(e.idx(0), rows), [&] {
+    if (convertInput)
+      launchConvert(b, kernels, input, inputBF16, e.mul(rows, d));
     launch(GemmKind::GateUp, x, {wg, wu}, hidden, d, width,
            width / (kernels.pipeline.cols / 2));
     Value flatOut = memref::CollapseShapeOp::create(
@@ -711,41 +897,53 @@ void MoEGenerateExpertKernelsPass::runOnOperation() {
                        << static_cast<int64_t>(blockCols);
     return signalPassFailure();
   }
+  if (matmulPrecision != "bf16" && matmulPrecision != "exact") {
+    module.emitError() << "expects matmul-precision bf16 or exact, got '"
+                       << matmulPrecision << "'";
+    return signalPassFailure();
+  }
+  Precision precision =
+      matmulPrecision == "bf16" ? Precision::BF16 : Precision::Exact;
   Pipeline pipeline{reductionStep, stages, blockCols};
   SmallVector<Operation *> plans;
   SmallVector<CombineOp> combines;
   module.walk([&](Operation *op) {
-    if (auto ffn = dyn_cast<ExpertFFNOp>(op)) {
+    if (isa<ExpertFFNOp, GLUFFNOp>(op)) {
+      FFNOperands ffn = operandsOf(op);
+      // A dense FFN on [..., d] (a model's dense layers, on [B, T, d]) is
+      // the same GEMMs on its rows.
       std::string reason =
-          unsupportedReason(ffn.getInput(), ffn.getWGate(), ffn.getWDown(),
-                            ffn.getActivation(), pipeline);
+          unsupportedReason(rowsOf(cast<RankedTensorType>(ffn.input.getType())),
+                            ffn.wGate.getType(), ffn.wUp.getType(),
+                            ffn.wDown.getType(), pipeline, precision);
       if (!reason.empty()) {
-        ffn.emitRemark() << "expert_ffn left to -moe-fuse-routing: " << reason;
-        return;
-      }
-      plans.push_back(ffn);
-    } else if (auto glu = dyn_cast<GLUFFNOp>(op)) {
-      std::string reason =
-          unsupportedReason(glu.getInput(), glu.getWGate(), glu.getWDown(),
-                            glu.getActivation(), pipeline);
-      if (!reason.empty()) {
-        glu.emitRemark() << "glu_ffn left to -convert-moe-to-linalg: "
+        op->emitRemark() << (ffn.offsets ? "expert_ffn left to "
+                                           "-moe-fuse-routing: "
+                                         : "glu_ffn left to "
+                                           "-convert-moe-to-linalg: ")
                          << reason;
         return;
       }
-      plans.push_back(glu);
+      plans.push_back(op);
     } else if (auto combine = dyn_cast<CombineOp>(op)) {
       auto outType = cast<RankedTensorType>(combine.getType());
       auto inType = cast<RankedTensorType>(combine.getExpertOutput().getType());
       int64_t d = outType.getShape().back();
-      if (outType.getRank() != 2 || !outType.getElementType().isBF16() ||
-          !inType.getElementType().isBF16() || ShapedType::isDynamic(d) ||
-          d % 8 != 0 ||
+      std::string why = unsupportedElement(inType.getElementType(), precision);
+      if (why.empty())
+        why = unsupportedElement(outType.getElementType(), precision);
+      if (!why.empty()) {
+        combine.emitRemark() << "combine left to -moe-fuse-routing: an "
+                                "element type is "
+                             << why;
+        return;
+      }
+      if (outType.getRank() != 2 || ShapedType::isDynamic(d) || d % 8 != 0 ||
           ShapedType::isDynamic(
               cast<RankedTensorType>(combine.getWeights().getType())
                   .getDimSize(1))) {
-        combine.emitRemark() << "combine left to -moe-fuse-routing: not bf16 "
-                                "[N, d] with d a static multiple of 8";
+        combine.emitRemark() << "combine left to -moe-fuse-routing: not [N, d] "
+                                "with d a static multiple of 8";
         return;
       }
       combines.push_back(combine);
@@ -758,6 +956,9 @@ void MoEGenerateExpertKernelsPass::runOnOperation() {
   ExpertKernelBuilder kernels(gpuModule, pipeline);
 
   for (Operation *op : plans) {
+    if (auto glu = dyn_cast<GLUFFNOp>(op);
+        glu && glu.getInput().getType().getRank() > 2)
+      op = flattenRows(glu);
     ImplicitLocOpBuilder b(op->getLoc(), op);
     DeviceEmitter e(b);
     auto type = cast<RankedTensorType>(op->getResult(0).getType());

@@ -387,11 +387,15 @@ def MoEGenerateExpertKernels
     * `moe.expert_ffn` (rows grouped by `expert_offsets`): a schedule
       kernel turns the offsets into a table of row tiles (128 rows of one
       expert each, at most `ceil(M / 128) + E`; unused entries -1), then
-      two GEMM kernels run over the table: gate/up, `h = silu(x Wg) *
-      (x Wu)` in its epilogue, written as bf16 to a device buffer; and
-      down, `h Wd`, written in the result's type.
-    * `moe.glu_ffn` (the shared expert): the same two GEMMs over
-      consecutive 128-row tiles of all rows, with no table.
+      two GEMM kernels run over the table: gate/up, `h = act(x Wg, x Wu)`
+      (SwiGLU `silu(a) u` or SiTU-GLU `gate_beta tanh(a / gate_beta)
+      sigmoid(a) cap(u)`, in fp32 from the accumulators) in its epilogue,
+      written as bf16 to a device buffer; and down, `h Wd`, written in the
+      result's type (f32 or bf16).
+    * `moe.glu_ffn` (the shared expert, or a dense FFN): the same two
+      GEMMs over consecutive 128-row tiles of all rows, with no table. An
+      input `[..., d]` (a model's dense layers, on `[B, T, d]`) is
+      collapsed to its rows first and the result expanded back.
     * GEMM blocks: 128 rows by `block-cols` columns (the gate/up GEMM's are
       half gate, half up, at the same output columns, so the epilogue finds
       both in one thread), one warp per 64 x 64, `mma.sync` m16n8k16 with
@@ -402,19 +406,34 @@ def MoEGenerateExpertKernels
       that neither the copies nor the `ldmatrix.x4` fragment reads (B
       transposed from the k-major weights) conflict on banks. Rows past a
       group's end are read (clamped to the last row) but not written.
+    * Precision (`matmul-precision`, the precision policy of the GPU back
+      end's matmuls): `bf16` (the default) takes f32 inputs and weights as
+      well: each f32 operand is rounded to bf16 (round to nearest even) by
+      a conversion kernel into a device buffer before the GEMMs (the
+      weights once per op, all experts), the GEMMs keep bf16 operands and
+      fp32 accumulation, the activation is computed in fp32 and the result
+      is delivered in the op's own type (an f32 op's down GEMM stores fp32
+      accumulators). Only the matmul operands (x, the weights and h) are
+      rounded. `exact` generates only ops whose input and weights are
+      already bf16 (f32 ones are left to the fp32 paths below), and only
+      bf16 combines.
     * `moe.combine`: the inverse of `source_slot` (a kernel), then one
-      block per token summing its k weighted rows in fp32 with 16-byte
-      loads and stores. A combine whose only use is an element-wise sum
+      block per token summing its k weighted rows in fp32, slot by slot
+      from zero (ALGORITHMS.md section 7.1), with 16-byte loads and stores
+      of f32 or bf16 rows. A combine whose only use is an element-wise sum
       with another tensor of its type (the shared expert's output, as
-      `-moe-decompose` builds it) starts from that tensor instead, and the
-      sum is replaced: one fp32 sum and one rounding.
+      `-moe-decompose` builds it) adds that tensor to the fp32 sum, and the
+      sum is replaced: one fp32 sum and one rounding to the result's type.
 
-    Handled: bf16 input and weights, `swiglu`, a static hidden size that
-    `block-cols` divides and a static expert width that `block-cols / 2`
-    divides, both at least `(stages - 2) * reduction-step`; bf16 `[N, d]`
-    combines. The row count may be dynamic (no launch without rows). What
-    is not handled is left to `-moe-fuse-routing` (expert_ffn, combine)
-    and `-convert-moe-to-linalg` (glu_ffn) with a remark that says why.
+    Handled: f32 or bf16 input and weights (bf16 only under
+    `matmul-precision=exact`), `swiglu` and `situ_glu`, a static hidden
+    size that `block-cols` divides and a static expert width that
+    `block-cols / 2` divides, both at least `(stages - 2) *
+    reduction-step`; f32 or bf16 `[N, d]` combines with `d` a static
+    multiple of 8. The row count may be dynamic (no launch without rows).
+    What is not handled is left to `-moe-fuse-routing` (expert_ffn,
+    combine) and `-convert-moe-to-linalg` (glu_ffn) with a remark that says
+    why.
   }];
   let options = [
     Option<"reductionStep", "reduction-step", "int64_t", "32",
@@ -424,7 +443,11 @@ def MoEGenerateExpertKernels
            "steps ahead of use">,
     Option<"blockCols", "block-cols", "int64_t", "128",
            "Columns of a GEMM block tile (128: four warps, 256: eight), "
-           "each warp 64 x 64 of 128 rows">
+           "each warp 64 x 64 of 128 rows">,
+    Option<"matmulPrecision", "matmul-precision", "std::string", "\"bf16\"",
+           "Precision policy of the GEMMs: bf16 (f32 operands rounded to "
+           "bf16, fp32 accumulation, results in the op's type) or exact "
+           "(only ops whose operands are already bf16)">
   ];
   let statistics = [
     Statistic<"numGenerated", "num-generated",
