@@ -14,13 +14,21 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=${MOE_BUILD_DIR:-$root/build}
 model=${1:-$root/examples/models/kimi-tiny.mlir}
-out=$root/bench/model/out
+# MOE_MODEL_OUT: the output folder (default bench/model/out; kimi-small goes
+# to bench/model/out-small so that both can be carried). MOE_MODEL_CONFIGS:
+# ';'-separated "batch seq_len seed tokens [nocpu]" entries instead of the
+# list below; nocpu leaves the CPU loss out ('-': a timed shape that the CPU
+# back end would take hours over, which run.sh times without a check).
+out=${MOE_MODEL_OUT:-$root/bench/model/out}
 # batch, sequence length, seed, tokens: "-" reads the embedded sample text
 # (B*T + 1 <= 837 bytes); tokens.bin is a seeded random byte stream of
 # 16 * 2048 + 1 tokens for the timed shapes. 64 is one KDA chunk; 128 and
 # 512 carry the state across chunks.
 configs=("2 64 0 -" "4 128 0 -" "1 512 1 -" "4 2048 0 tokens.bin"
   "16 2048 0 tokens.bin")
+if [[ -n ${MOE_MODEL_CONFIGS:-} ]]; then
+  IFS=';' read -ra configs <<< "$MOE_MODEL_CONFIGS"
+fi
 
 rm -rf "$out"
 mkdir -p "$out"
@@ -53,7 +61,11 @@ fi
 {
   echo "# batch seq_len seed tokens cpu_loss cpu_tokens_per_s (model $(basename "$model"), commit $(git -C "$root" rev-parse --short HEAD))"
   for config in "${configs[@]}"; do
-    read -r batch length seed tokens <<< "$config"
+    read -r batch length seed tokens cpu <<< "$config"
+    if [[ ${cpu:-} == nocpu ]]; then
+      echo "$batch $length $seed $tokens - -"
+      continue
+    fi
     source=()
     [[ $tokens != - ]] && source=(--tokens="$out/$tokens")
     "$scratch/model-cpu" --batch="$batch" --seq-len="$length" --seed="$seed" \
