@@ -45,6 +45,11 @@ void mlir::moe::buildLowerToNVVMPipeline(OpPassManager &pm,
     expertOptions.blockCols = options.expertBlockCols;
     nested.addPass(createMoEGenerateExpertKernels(expertOptions));
   });
+  // The dense contractions left in the host code (projections, the dense
+  // FFNs lowered to linalg) -> tensor-core GEMM kernels.
+  MoEGenerateGEMMKernelsOptions gemmOptions;
+  gemmOptions.operandType = options.gemmOperandType;
+  pm.addPass(createMoEGenerateGEMMKernels(gemmOptions));
   if (options.emitCInterface)
     pm.addNestedPass<func::FuncOp>(LLVM::createLLVMRequestCWrappersPass());
 

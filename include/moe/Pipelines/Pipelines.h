@@ -103,6 +103,13 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
       llvm::cl::desc("Columns of a block tile of the generated expert GEMMs "
                      "(128 or 256)"),
       llvm::cl::init(128)};
+  PassOptions::Option<std::string> gemmOperandType{
+      *this, "gemm-operand-type",
+      llvm::cl::desc("Operands of the generated dense GEMMs: bf16 (f32 "
+                     "operands rounded to bf16, fp32 accumulation) or "
+                     "f32-exact (contractions with an f32 operand stay on "
+                     "the exact fp32 path)"),
+      llvm::cl::init("bf16")};
 };
 
 /// Adds the passes that lower moe-specific ops to upstream tensor-level IR
