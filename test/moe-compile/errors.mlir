@@ -40,6 +40,8 @@
 
 // RUN: not moe-compile %t/two.mlir --model=a --target=cuda --gpu-format=ptx -o %t/x 2>&1 | FileCheck %s --check-prefix=FORMAT
 // FORMAT: moe-compile: error: --gpu-format must be isa, bin or fatbin, got 'ptx'
+// RUN: not moe-compile %t/two.mlir --model=a --target=cuda --gpu-gemm-operand-type=f16 -o %t/x 2>&1 | FileCheck %s --check-prefix=GEMM-TYPE
+// GEMM-TYPE: moe-compile: error: --gpu-gemm-operand-type must be bf16 or f32-exact, got 'f16'
 
 // The GPU back end has no gradient kernels yet: it builds only the
 // forward program.

@@ -184,6 +184,14 @@ static cl::opt<std::string> gpuFormat(
              "needs ptxas here) or fatbin"),
     cl::value_desc("isa|bin|fatbin"), cl::init("isa"),
     cl::cat(compileCategory));
+static cl::opt<std::string> gpuGemmOperandType(
+    "gpu-gemm-operand-type",
+    cl::desc("Operands of the dense GEMM kernels of --target=cuda "
+             "(-moe-generate-gemm-kernels): bf16 (f32 operands rounded to "
+             "bf16, fp32 accumulation; the default) or f32-exact (contractions "
+             "with an f32 operand stay exact fp32, on CUDA cores)"),
+    cl::value_desc("bf16|f32-exact"), cl::init("bf16"),
+    cl::cat(compileCategory));
 
 /// The name of the compiled forward function, which the driver calls.
 static constexpr llvm::StringLiteral kEntryName = "moe_model_forward";
@@ -547,6 +555,7 @@ static LogicalResult lowerToLLVMDialect(ModuleOp module, TimingScope &timer) {
   if (target == Target::CUDA) {
     moe::LowerToNVVMOptions options;
     options.format = gpuFormat;
+    options.gemmOperandType = gpuGemmOperandType;
     moe::buildLowerToNVVMPipeline(pm, options);
   } else {
     moe::LowerToCPUOptions options;
@@ -800,6 +809,7 @@ static FailureOr<std::string> buildCacheKey(llvm::StringRef input,
   key.add("blas", cpuBlas ? "1" : "0");
   key.add("profile", cpuProfile ? "1" : "0");
   key.add("gpu-format", gpuFormat);
+  key.add("gpu-gemm-operand-type", gpuGemmOperandType);
   key.add("triple", host.triple.str());
   key.add("cpu", host.cpu);
   key.add("features", host.sortedFeatures);
@@ -903,6 +913,10 @@ static LogicalResult compile(const char *argv0, TimingScope &root,
     if (gpuFormat != "isa" && gpuFormat != "bin" && gpuFormat != "fatbin")
       return toolError("--gpu-format must be isa, bin or fatbin, got '" +
                        gpuFormat.getValue() + "'");
+    if (gpuGemmOperandType != "bf16" && gpuGemmOperandType != "f32-exact")
+      return toolError("--gpu-gemm-operand-type must be bf16 or f32-exact, "
+                       "got '" +
+                       gpuGemmOperandType.getValue() + "'");
     // Kernels link libdevice (exp, log, ...), found through CUDA_HOME.
     if (!std::getenv("CUDA_HOME") &&
         llvm::sys::fs::exists("/usr/local/cuda/nvvm/libdevice"))
@@ -1125,7 +1139,8 @@ int main(int argc, char **argv) {
       "hit' or 'cache miss' and names the entry. The key is the SHA-256 of\n"
       "the input's name and text, the options that change the object\n"
       "(--target, --model, --forward-only, --opt-level, --blas, --profile,\n"
-      "--gpu-format), the host CPU and its features,\n"
+      "--gpu-format, --gpu-gemm-operand-type), the host CPU and its\n"
+      "features,\n"
       "CUDA_HOME for cuda, the LLVM version and the SHA-256 of this\n"
       "moe-compile executable itself, so rebuilding the compiler changes\n"
       "every key. Entries are written to a temporary file and renamed into\n"
