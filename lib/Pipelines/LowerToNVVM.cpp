@@ -49,6 +49,13 @@ void mlir::moe::buildLowerToNVVMPipeline(OpPassManager &pm,
     // row reductions, before -moe-tile-loss would make it token tiles.
     nested.addNestedPass<func::FuncOp>(createMoEChunkLoss());
   });
+  // The dense contractions left in the host code (projections, the dense
+  // FFNs lowered to linalg) -> tensor-core GEMM kernels.
+  MoEGenerateGEMMKernelsOptions gemmOptions;
+  // One precision policy: `exact` keeps f32 contractions exact here too.
+  gemmOptions.operandType =
+      options.matmulPrecision == "exact" ? "f32-exact" : "bf16";
+  pm.addPass(createMoEGenerateGEMMKernels(gemmOptions));
   if (options.emitCInterface)
     pm.addNestedPass<func::FuncOp>(LLVM::createLLVMRequestCWrappersPass());
 

@@ -60,6 +60,16 @@ MODEL_FN = Tol(rtol=1e-2, why="whole-model loss at random (not initial) weights,
                "through bf16 tensor-core KDA and MLA kernels in every layer; such a "
                "loss is far from what a broken forward gives (not measured on a GPU "
                "yet)")
+GEMM_EXACT_IN = Tol(rtol=1e-4, why="generated GEMM on operands that are exact in bf16 "
+                   "(the suite's inputs): the rounding to bf16 loses nothing, so only "
+                   "the fp32 accumulation order differs (about K 2^-24 of sum |a b|); "
+                   "the F32 bar")
+GEMM_BF16 = Tol(rtol=1e-2, why="generated GEMM rounding f32 operands to bf16 (unit "
+                "roundoff u = 2^-8, each product off by at most 2u relative) with fp32 "
+                "accumulation: the errors of the K products add like a random walk, "
+                "about u sqrt(K) rms|a b| per element against max|ref| of about "
+                "4 sqrt(K) rms|a b| / sqrt(3), so about 1e-3 to 3e-3 at the largest "
+                "element; the worst case 2u sum|a b| / max|ref| is 2e-2 at K = 256")
 LOSS = Tol(rtol=2e-3, why="whole-model loss; bench/model measured 3.7e-4 on an H200; "
            "a model that predicts every byte uniformly gives ln 256 = 5.545, 3e-3 "
            "from the CPU's 5.563 at seed 0, so the bar stays below that")
@@ -228,14 +238,20 @@ LIBRARIES = [
     Library("mla_variants", "test/Integration/CPU/Inputs/mla-attention-variants.mlir",
             modules=["moe_attention_kernels"],
             what="the log-sum-exp returned, and no gate"),
-    Library("moe_ffn", "examples/kernels/moe_ffn.mlir", modules=["moe_routing_kernels"],
-            what="the MoE FFN example (f32): generated routing kernels, experts "
-                 "and shared expert (d = 64: below the expert generator's 128) as "
-                 "one-thread tile kernels, the generated f32 combine"),
-    Library("moe_ffn_variants", "test/Integration/CPU/Inputs/moe-ffn-variants.mlir",
+    Library("moe_ffn", "examples/kernels/moe_ffn.mlir", options="matmul-precision=exact",
             modules=["moe_routing_kernels"],
+            what="the MoE FFN example (f32): generated routing kernels, experts "
+                 "and shared expert as one-thread tile kernels (the shared expert's "
+                 "dense GEMMs kept exact fp32, so that the F32 bars hold)"),
+    Library("moe_ffn_gemm", "examples/kernels/moe_ffn.mlir",
+            modules=["moe_routing_kernels", "moe_gemm_kernels"],
+            what="the MoE FFN example (f32) at the default precision: the shared "
+                 "expert's three dense projections (d = 64, F = 32) as generated "
+                 "bf16 tensor-core GEMMs"),
+    Library("moe_ffn_variants", "test/Integration/CPU/Inputs/moe-ffn-variants.mlir",
+            options="matmul-precision=exact", modules=["moe_routing_kernels"],
             what="histogram QB, sign bias with SiTU-GLU, routing given as data, "
-                 "E = 8 top-1 and E = 64 top-8"),
+                 "E = 8 top-1 and E = 64 top-8 (dense GEMMs kept exact fp32)"),
     Library("moe_ffn_bf16", "bench/moe/moe_ffn_bf16_small.mlir",
             modules=["moe_routing_kernels", "moe_expert_kernels"],
             what="a bf16 MoE layer (d = 256, E = 8, top-2): tensor-core router "
@@ -259,10 +275,15 @@ LIBRARIES = [
             what="the bf16 MoE layer of moe_ffn_bf16 in f32 (d = 256, E = 8, top-2): "
                  "fp32 router, experts and shared expert on bf16 tensor cores "
                  "(matmul-precision=bf16), f32 combine"),
+    Library("gemm", "test/Integration/GPU/Inputs/gemm-projections.mlir",
+            modules=["moe_gemm_kernels"],
+            what="dense projections and a matmul as generated tensor-core GEMMs: "
+                 "f32 and bf16 operands, plain and transposed weights, ragged row "
+                 "and column tiles, an operand that is not exact in bf16"),
     Library("kimi_tiny_fn", "examples/models/kimi-tiny.mlir",
             moe_opt=["-convert-moe-model-to-func"],
             modules=["moe_kda_kernels", "moe_attention_kernels", "moe_routing_kernels",
-                     "moe_expert_kernels"],
+                     "moe_expert_kernels", "moe_gemm_kernels"],
             what="kimi-tiny's loss as a function of its packed parameters, tokens and "
                  "labels (-convert-moe-model-to-func), the whole model through "
                  "moe-lower-to-nvvm"),
@@ -457,6 +478,12 @@ def moe_cases():
         cases.append(KernelCase(f"moe_ffn/moe_ffn_forward/N{N}", "moe_ffn", "moe_ffn_forward",
                                 moe_inputs(N), moe_checks(F32), moe_reference(4, 2.5),
                                 margin=(4, 0)))
+    for N in (1, 300):
+        cases.append(KernelCase(f"moe_ffn_gemm/moe_ffn_forward/N{N}", "moe_ffn_gemm",
+                                "moe_ffn_forward", moe_inputs(N),
+                                [Check(0, "y", GEMM_BF16), Check(1, "load", EXACT),
+                                 Check(2, "next_bias", BIAS)],
+                                moe_reference(4, 2.5), margin=(4, 0)))
     cases.append(KernelCase(
         "moe_ffn/moe_ffn_forward/ties_N300", "moe_ffn", "moe_ffn_forward",
         moe_inputs(300, router=0, bias=0), moe_checks(F32), moe_reference(4, 2.5),
@@ -654,6 +681,25 @@ def grouped_reference(extra=()):
     return reference
 
 
+def gemm_reference(transposed=False, init=0.0, chain=False):
+    """The fp64 product of the input files: x [..., K] (x / 3 in f32 first
+    for the chain) times w [K, N] (or w [N, K] transposed), plus init; the
+    chain multiplies by its second weight in fp64 too."""
+    def reference(ctx, paths):
+        import numpy as np
+        x = np.load(paths[0]).astype(np.float64)
+        w = np.load(paths[1]).astype(np.float64)
+        if chain:
+            x = (np.load(paths[0]).astype(np.float32) * np.float32(1 / 3)).astype(np.float64)
+        y = init + x @ (w.T if transposed else w)
+        if chain:
+            y = y @ np.load(paths[2]).astype(np.float64)
+        out = ctx.scratch("ref_y.npy")
+        np.save(out, y.astype(np.float32))
+        return {0: out}
+    return reference
+
+
 def shared_reference(ctx, paths):
     """moe-reference glu_ffn (fp64) with SiTU-GLU."""
     return {0: ctx.moe_reference("glu_ffn", paths, SITU)}
@@ -786,6 +832,49 @@ def experts_f32_cases():
     return cases
 
 
+def gemm_cases():
+    cases = []
+    for B, T in ((1, 1), (1, 300), (2, 130), (3, 700)):
+        cases.append(KernelCase(
+            f"gemm/project_f32/B{B}_T{T}", "gemm", "project_f32",
+            [Input("x", (B, T, 256), Uniform(-1, 1)),
+             Input("w", (256, 192), Uniform(-0.1, 0.1))],
+            [Check(0, "y", GEMM_EXACT_IN)], gemm_reference()))
+    for M in (1, 300, 777):
+        cases.append(KernelCase(
+            f"gemm/project_bf16_t/M{M}", "gemm", "project_bf16_t",
+            [Input("x", (M, 512), Uniform(-1, 1)),
+             Input("w", (128, 512), Uniform(-0.1, 0.1))],
+            [Check(0, "y", GEMM_EXACT_IN)], gemm_reference(transposed=True)))
+    for M in (300, 129):
+        cases.append(KernelCase(
+            f"gemm/project_mixed/M{M}", "gemm", "project_mixed",
+            [Input("x", (M, 128), Uniform(-1, 1)),
+             Input("w", (128, 80), Uniform(-0.1, 0.1))],
+            [Check(0, "y", GEMM_EXACT_IN)], gemm_reference()))
+        cases.append(KernelCase(
+            f"gemm/project_mixed_t/M{M}", "gemm", "project_mixed_t",
+            [Input("x", (M, 64), Uniform(-1, 1)),
+             Input("w", (256, 64), Uniform(-0.1, 0.1))],
+            [Check(0, "y", GEMM_EXACT_IN)], gemm_reference(transposed=True)))
+    for M in (1, 300):
+        cases.append(KernelCase(
+            f"gemm/matmul_k32/M{M}", "gemm", "matmul_k32",
+            [Input("x", (M, 32), Uniform(-1, 1)),
+             Input("w", (32, 512), Uniform(-0.1, 0.1))],
+            [Check(0, "y", GEMM_EXACT_IN)], gemm_reference(init=0.5)))
+    for M in (300, 1000):
+        cases.append(KernelCase(
+            f"gemm/rounded_chain/M{M}", "gemm", "rounded_chain",
+            [Input("x", (M, 256), Uniform(-1, 1)),
+             Input("w1", (256, 64), Uniform(-0.1, 0.1)),
+             Input("w2", (64, 256), Uniform(-0.1, 0.1))],
+            [Check(0, "y", GEMM_BF16)], gemm_reference(chain=True),
+            note="x / 3 and the hidden product are not exact in bf16: both GEMMs "
+                 "round their A operand"))
+    return cases
+
+
 def model_fn_reference(ctx, paths):
     """test/tools/model-reference/model_reference.py loss: the fp64 NumPy
     model on the same parameters and batch."""
@@ -831,6 +920,10 @@ MODEL = "examples/models/kimi-tiny.mlir"
 MODEL_EXECUTABLES = {
     "model-cuda": [],
     "model-cuda-cubin": ["--gpu-format=bin"],
+    # The dense projections in exact fp32 (one thread per output element)
+    # rather than bf16 tensor-core GEMMs: the loss's change by the GEMMs'
+    # rounding is the difference from model-cuda at the same configuration.
+    "model-cuda-f32gemm": ["--matmul-precision=exact"],
 }
 # batch, sequence length, seed: B*T + 1 <= 837 bytes of sample text. 64 is
 # one KDA chunk, 65 and 128 cross chunk boundaries, 512 carries the state
@@ -838,6 +931,7 @@ MODEL_EXECUTABLES = {
 MODEL_CONFIGS = {
     "model-cuda": [(2, 64, 0), (4, 128, 0), (1, 512, 1), (3, 65, 2), (1, 1, 3)],
     "model-cuda-cubin": [(2, 64, 0), (1, 512, 1)],
+    "model-cuda-f32gemm": [(2, 64, 0), (1, 512, 1)],
 }
 
 
@@ -870,5 +964,5 @@ def program_cases():
 
 def all_cases():
     return (program_cases() + kda_cases() + mla_cases() + moe_cases() + routing_cases()
-            + experts_cases() + experts_f32_cases() + mapped_cases() + model_fn_cases()
-            + model_cases())
+            + experts_cases() + experts_f32_cases() + gemm_cases() + mapped_cases()
+            + model_fn_cases() + model_cases())

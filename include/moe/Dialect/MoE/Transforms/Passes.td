@@ -927,4 +927,81 @@ def MoEMapForallToGPU : Pass<"moe-map-forall-to-gpu", "::mlir::func::FuncOp"> {
   ];
 }
 
+def MoEGenerateGEMMKernels
+    : Pass<"moe-generate-gemm-kernels", "::mlir::ModuleOp"> {
+  let summary = "Generate tensor-core GEMM GPU kernels for dense projections";
+  let description = [{
+    The GPU back end's kernel generator for the dense contractions of the
+    host code (issue #13): every projection as `TensorBuilder::project` and
+    `TensorBuilder::contract` build it (the attention, KDA and gate
+    projections, the shared expert's dense FFN when it is lowered to linalg)
+    and every `linalg.matmul` becomes one launch of a generated tensor-core
+    GEMM in the `gpu.module` `moe_gemm_kernels`, between
+    `bufferization.to_buffer` of the operands and `bufferization.to_tensor`
+    of the result, ahead of bufferization. It runs right after the moe ops
+    are lowered to upstream tensor IR, so it sees the `linalg.generic`s that
+    `-moe-map-forall-to-gpu` would otherwise turn into one thread per output
+    element with a sequential reduction.
+
+    Taken: a `linalg.generic` on tensors, outside any `scf.forall` or GPU
+    op, with two inputs and one output whose loops are `[m..., n, k]`
+    (all parallel but the last), maps `(m..., k)` for the input,
+    `(k, n)` or `(n, k)` (transposed) for the weight and `(m..., n)` for
+    the output, and the body `acc + a * b` (either order), each operand
+    `arith.extf`-ed from bf16 or already f32; or a `linalg.matmul` with
+    the default or a transposed-B map. The output is f32 and starts as a
+    `linalg.fill` of a constant (the accumulators start at it); the input
+    and weight are f32 or bf16. The reduction K must be a static multiple
+    of 32 and the width N a static multiple of 8; the leading dimensions
+    (flattened into M rows) may be dynamic. Anything else is left to the
+    existing path; with `remarks`, contraction-like ops that are declined
+    get a remark saying why.
+
+    The kernel: blocks of 128 rows by 128 columns (64 when N is not a
+    multiple of 128), four warps of 64 rows each, `mma.sync` m16n8k16 with
+    bf16 operands and fp32 accumulators fed by `ldmatrix.x4` from shared
+    memory, `stages` buffers of 32 reduction elements whose 16-byte chunks
+    are XOR-swizzled by row (neither the fills nor the fragment reads
+    conflict on banks). bf16 operands are copied by 16-byte `cp.async`
+    `stages - 2` steps ahead of use; f32 operands are loaded into
+    registers one step ahead (two 16-byte loads per 8 elements), rounded
+    to bf16 and stored to shared memory after the current step's MMAs.
+    Rows past M and columns past N are read clamped to the last row or
+    column and not stored; the grid is empty (no launch) without rows.
+    The result is stored in fp32.
+
+    Precision (`operand-type`): `bf16` (the default) rounds f32 operands
+    to bf16 (8 significant bits, a relative error of at most 2^-9 per
+    operand) and accumulates in fp32; `f32-exact` keeps every contraction
+    with an f32 operand on the exact fp32 path and takes only those whose
+    operands are both bf16 already.
+  }];
+  let options = [
+    Option<"operandType", "operand-type", "std::string", "\"bf16\"",
+           "Matmul operand precision: bf16 (f32 operands rounded to bf16, "
+           "fp32 accumulation) or f32-exact (contractions with an f32 "
+           "operand are not taken)">,
+    Option<"stages", "stages", "int64_t", "4",
+           "Shared-memory stages of the GEMM pipeline (3 to 6)">,
+    Option<"remarks", "remarks", "bool", "false",
+           "Emit a remark for every contraction-like op that is not taken, "
+           "with the reason">
+  ];
+  let statistics = [
+    Statistic<"numGenerated", "num-generated",
+              "Number of contractions replaced by generated GEMM kernels">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::NVVM::NVVMDialect",
+    "::mlir::nvgpu::NVGPUDialect",
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect"
+  ];
+}
+
 #endif // MOE_DIALECT_MOE_TRANSFORMS_PASSES_TD

@@ -232,6 +232,19 @@ public:
     }
     return words;
   }
+  /// Element offset of (row, 8-element chunk) in a bf16 tile whose rows
+  /// hold `rowChunks` (4, 8 or 16) chunks of 16 bytes, with the chunk index
+  /// XOR-ed by bits of the row: eight rows read at the same chunk (one
+  /// ldmatrix matrix), or a row's chunks written by consecutive threads,
+  /// fall into distinct 16-byte bank groups of a 128-byte line. Rows of 4
+  /// chunks (64 bytes) pair up in a line, so their pattern follows row / 2;
+  /// wider rows follow row % 8.
+  Value swizzledOffset(Value row, Value chunk, int64_t rowChunks) {
+    Value bits = rowChunks == 4 ? rem(div(row, 2), 4) : rem(row, 8);
+    Value physical = arith::XOrIOp::create(b, chunk, bits);
+    return add(mul(row, rowChunks * 8), mul(physical, 8));
+  }
+
   /// fragA's result by one ldmatrix.x4 (the rows of `mem` must be 16-byte
   /// aligned: `base` and `ld` multiples of 8).
   Frag4 ldmatrixA(Value mem, Value base, Value row0, Value col0, int64_t ld) {

@@ -1,0 +1,143 @@
+// Dense contractions for the GPU suite (scripts/gpu-test.sh), each of which
+// -moe-generate-gemm-kernels turns into a generated tensor-core GEMM (bf16
+// operands, fp32 accumulation): projections as TensorBuilder::project
+// builds them (input maps (m..., k), weights (k, n) or transposed (n, k)),
+// f32 and bf16 operands in every combination, widths that are and are not
+// multiples of the 128-column tile, a linalg.matmul whose accumulators start
+// at a filled constant, and a chain of two projections whose operands are
+// not exact in bf16 (the suite's inputs are), so that the rounding to bf16
+// is exercised. The row counts are dynamic.
+
+#in3 = affine_map<(b, t, n, k) -> (b, t, k)>
+#w3 = affine_map<(b, t, n, k) -> (k, n)>
+#out3 = affine_map<(b, t, n, k) -> (b, t, n)>
+#in = affine_map<(m, n, k) -> (m, k)>
+#w = affine_map<(m, n, k) -> (k, n)>
+#wt = affine_map<(m, n, k) -> (n, k)>
+#out = affine_map<(m, n, k) -> (m, n)>
+#id = affine_map<(m, k) -> (m, k)>
+
+// f32 [B, T, 256] x [256, 192]: 64-column tiles, operands staged through
+// registers.
+func.func @project_f32(%x: tensor<?x?x256xf32>, %w: tensor<256x192xf32>) -> tensor<?x?x192xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %b = tensor.dim %x, %c0 : tensor<?x?x256xf32>
+  %t = tensor.dim %x, %c1 : tensor<?x?x256xf32>
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty(%b, %t) : tensor<?x?x192xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<?x?x192xf32>) -> tensor<?x?x192xf32>
+  %y = linalg.generic {indexing_maps = [#in3, #w3, #out3], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%x, %w : tensor<?x?x256xf32>, tensor<256x192xf32>) outs(%f : tensor<?x?x192xf32>) {
+  ^bb0(%a: f32, %bw: f32, %acc: f32):
+    %m = arith.mulf %a, %bw : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<?x?x192xf32>
+  return %y : tensor<?x?x192xf32>
+}
+
+// bf16 [M, 512] x transposed bf16 [128, 512]: cp.async for both operands,
+// sixteen reduction steps.
+func.func @project_bf16_t(%x: tensor<?x512xbf16>, %w: tensor<128x512xbf16>) -> tensor<?x128xf32> {
+  %c0 = arith.constant 0 : index
+  %rows = tensor.dim %x, %c0 : tensor<?x512xbf16>
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty(%rows) : tensor<?x128xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %y = linalg.generic {indexing_maps = [#in, #wt, #out], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : tensor<?x512xbf16>, tensor<128x512xbf16>) outs(%f : tensor<?x128xf32>) {
+  ^bb0(%a: bf16, %bw: bf16, %acc: f32):
+    %a32 = arith.extf %a : bf16 to f32
+    %b32 = arith.extf %bw : bf16 to f32
+    %m = arith.mulf %a32, %b32 : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<?x128xf32>
+  return %y : tensor<?x128xf32>
+}
+
+// f32 [M, 128] x bf16 [128, 80]: A through registers, B by cp.async; the
+// second 64-column tile is 16 columns wide (clamped reads, guarded stores).
+func.func @project_mixed(%x: tensor<?x128xf32>, %w: tensor<128x80xbf16>) -> tensor<?x80xf32> {
+  %c0 = arith.constant 0 : index
+  %rows = tensor.dim %x, %c0 : tensor<?x128xf32>
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty(%rows) : tensor<?x80xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<?x80xf32>) -> tensor<?x80xf32>
+  %y = linalg.generic {indexing_maps = [#in, #w, #out], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : tensor<?x128xf32>, tensor<128x80xbf16>) outs(%f : tensor<?x80xf32>) {
+  ^bb0(%a: f32, %bw: bf16, %acc: f32):
+    %b32 = arith.extf %bw : bf16 to f32
+    %m = arith.mulf %a, %b32 : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<?x80xf32>
+  return %y : tensor<?x80xf32>
+}
+
+// bf16 [M, 64] x transposed f32 [256, 64]: A by cp.async, B through
+// registers; two reduction steps (fewer than the pipeline's depth).
+func.func @project_mixed_t(%x: tensor<?x64xbf16>, %w: tensor<256x64xf32>) -> tensor<?x256xf32> {
+  %c0 = arith.constant 0 : index
+  %rows = tensor.dim %x, %c0 : tensor<?x64xbf16>
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty(%rows) : tensor<?x256xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<?x256xf32>) -> tensor<?x256xf32>
+  %y = linalg.generic {indexing_maps = [#in, #wt, #out], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : tensor<?x64xbf16>, tensor<256x64xf32>) outs(%f : tensor<?x256xf32>) {
+  ^bb0(%a: bf16, %bw: f32, %acc: f32):
+    %a32 = arith.extf %a : bf16 to f32
+    %m = arith.mulf %a32, %bw : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<?x256xf32>
+  return %y : tensor<?x256xf32>
+}
+
+// 0.5 + [M, 32] x [32, 512] as a linalg.matmul: one reduction step, four
+// 128-column tiles, accumulators starting at the filled 0.5.
+func.func @matmul_k32(%x: tensor<?x32xf32>, %w: tensor<32x512xf32>) -> tensor<?x512xf32> {
+  %c0 = arith.constant 0 : index
+  %rows = tensor.dim %x, %c0 : tensor<?x32xf32>
+  %half = arith.constant 0.5 : f32
+  %e = tensor.empty(%rows) : tensor<?x512xf32>
+  %f = linalg.fill ins(%half : f32) outs(%e : tensor<?x512xf32>) -> tensor<?x512xf32>
+  %y = linalg.matmul ins(%x, %w : tensor<?x32xf32>, tensor<32x512xf32>) outs(%f : tensor<?x512xf32>) -> tensor<?x512xf32>
+  return %y : tensor<?x512xf32>
+}
+
+// ((x / 3) W1) W2 with W1 [256, 64] and W2 [64, 256] (a low-rank gate's
+// shape): neither x / 3 nor the hidden product is exact in bf16, so both
+// GEMMs round their A operand.
+func.func @rounded_chain(%x: tensor<?x256xf32>, %w1: tensor<256x64xf32>, %w2: tensor<64x256xf32>) -> tensor<?x256xf32> {
+  %c0 = arith.constant 0 : index
+  %rows = tensor.dim %x, %c0 : tensor<?x256xf32>
+  %zero = arith.constant 0.0 : f32
+  %third = arith.constant 0.333333343 : f32
+  %ex = tensor.empty(%rows) : tensor<?x256xf32>
+  %xs = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<?x256xf32>) outs(%ex : tensor<?x256xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %m = arith.mulf %a, %third : f32
+    linalg.yield %m : f32
+  } -> tensor<?x256xf32>
+  %eh = tensor.empty(%rows) : tensor<?x64xf32>
+  %fh = linalg.fill ins(%zero : f32) outs(%eh : tensor<?x64xf32>) -> tensor<?x64xf32>
+  %h = linalg.generic {indexing_maps = [#in, #w, #out], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%xs, %w1 : tensor<?x256xf32>, tensor<256x64xf32>) outs(%fh : tensor<?x64xf32>) {
+  ^bb0(%a: f32, %bw: f32, %acc: f32):
+    %m = arith.mulf %a, %bw : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<?x64xf32>
+  %fy = linalg.fill ins(%zero : f32) outs(%ex : tensor<?x256xf32>) -> tensor<?x256xf32>
+  %y = linalg.generic {indexing_maps = [#in, #w, #out], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%h, %w2 : tensor<?x64xf32>, tensor<64x256xf32>) outs(%fy : tensor<?x256xf32>) {
+  ^bb0(%a: f32, %bw: f32, %acc: f32):
+    %m = arith.mulf %a, %bw : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<?x256xf32>
+  return %y : tensor<?x256xf32>
+}
