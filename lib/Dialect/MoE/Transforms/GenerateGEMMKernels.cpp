@@ -32,6 +32,7 @@
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/Matchers.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/bit.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <optional>
@@ -114,7 +115,7 @@ gpu::GPUFuncOp GemmKernelBuilder::kernel(Location loc, TypeRange argTypes,
   {
     llvm::raw_string_ostream os(key);
     os << shape.k << ' ' << shape.n << ' ' << shape.aF32 << shape.bF32
-       << shape.transposed << ' ' << llvm::formatv("{0:e}", shape.init);
+       << shape.transposed << ' ' << llvm::bit_cast<uint64_t>(shape.init);
     for (Type t : argTypes)
       os << ' ' << t;
   }
