@@ -6,9 +6,12 @@
 #       case's kernels with moe-lower-to-nvvm and the kimi-tiny executables
 #       with moe-compile --target=cuda, writes seeded inputs, the CPU back
 #       end's results and the fp64 references, and a manifest, into
-#       build-gpu-test/ (git-ignored, a few tens of MiB).
+#       build-gpu-test/ (git-ignored, a few tens of MiB), and the same
+#       packed as build-gpu-test.tar.xz (about half the size: carry that
+#       one where what travels is limited).
 #   scripts/gpu-test.sh run [--only REGEX] [--dry-run] [--deadline S]
-#       on the GPU machine, with build-gpu-test/ carried along (no MLIR
+#       on the GPU machine, with build-gpu-test/ (or the .tar.xz, unpacked
+#       first when the folder is missing) carried along (no MLIR
 #       needed: python3 with NumPy and PyTorch, g++, the CUDA toolkit and
 #       driver): links the kernels against moert's adapter, runs every case
 #       with a time limit each, prints one line per case and last
@@ -38,9 +41,19 @@ command=$1
 shift
 case $command in
   prepare)
-    exec python3 "$suite/prepare.py" --out "$dir" \
-      --build "${MOE_BUILD_DIR:-$root/build}" "$@" ;;
+    python3 "$suite/prepare.py" --out "$dir" \
+      --build "${MOE_BUILD_DIR:-$root/build}" "$@"
+    echo "packing $dir.tar.xz"
+    tar -C "$(dirname "$dir")" -cf - "$(basename "$dir")" | xz -T2 -6 > "$dir.tar.xz.part"
+    mv "$dir.tar.xz.part" "$dir.tar.xz"
+    du -h "$dir.tar.xz" ;;
   run)
+    if [[ ! -d $dir && -f $dir.tar.xz ]]; then
+      echo "unpacking $dir.tar.xz"
+      # Python's lzma: the GPU machine need not have xz.
+      python3 -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2], filter='data')" \
+        "$dir.tar.xz" "$(dirname "$dir")"
+    fi
     exec python3 "$suite/run.py" --suite "$dir" "$@" ;;
   list)
     exec python3 "$suite/prepare.py" --list "$@" ;;
