@@ -41,9 +41,9 @@ head -1 "$out/cpu-losses.txt"
 
 status=0
 rows=()
-printf '\n%-16s %-6s %-7s %-4s %-10s %-10s %-10s %-6s %-5s %-12s %-12s %-10s\n' \
+printf '\n%-16s %-6s %-7s %-4s %-10s %-10s %-10s %-6s %-5s %-12s %-12s %-10s %-8s\n' \
   executable batch seq_len seed cpu_loss gpu_loss rel_err check tight gpu_tok/s \
-  cpu_tok/s kernel_ms
+  cpu_tok/s kernel_ms peak_GiB
 for name in $exes; do
 exe=$out/$name
 if [[ ! -x $exe ]]; then
@@ -66,6 +66,7 @@ while read -r batch length seed tokens cpu cpurate; do
   [[ -z $rate ]] &&
     rate=$(sed -n 's/^forward .* s, \(.*\) tokens\/s$/\1/p' "$log.err")
   kernels=$(sed -n 's/^kernels of the first run: \(.*\) launches, \(.*\) ms.*/\2/p' "$log.err")
+  peak=$(sed -n 's/^peak GPU memory: \([0-9.]*\) GiB.*/\1/p' "$log.err")
   verdict=FAIL
   rel=nan
   tight=no
@@ -85,14 +86,14 @@ while read -r batch length seed tokens cpu cpurate; do
   fi
   [[ $rc -ne 0 ]] && verdict="FAIL(rc=$rc)"
   [[ $verdict == PASS ]] || status=1
-  printf '%-16s %-6s %-7s %-4s %-10s %-10s %-10s %-6s %-5s %-12s %-12s %-10s\n' \
+  printf '%-16s %-6s %-7s %-4s %-10s %-10s %-10s %-6s %-5s %-12s %-12s %-10s %-8s\n' \
     "$name" "$batch" "$length" "$seed" "$cpu" "${gpu:-none}" "$rel" "$verdict" "$tight" \
-    "${rate:-none}" "$cpurate" "${kernels:-none}"
+    "${rate:-none}" "$cpurate" "${kernels:-none}" "${peak:-none}"
   if [[ $verdict != PASS ]]; then
     echo "--- $log.err (tail)"
     tail -20 "$log.err"
   fi
-  rows+=("{\"executable\": \"$name\", \"batch\": $batch, \"seq_len\": $length, \"seed\": $seed, \"cpu_loss\": $cpu, \"gpu_loss\": ${gpu:-null}, \"rel_err\": $([[ $rel == nan ]] && echo null || echo "$rel"), \"pass\": $([[ $verdict == PASS ]] && echo true || echo false), \"within_1e-3\": $([[ $tight == yes ]] && echo true || echo false), \"gpu_tokens_per_s\": ${rate:-null}, \"cpu_tokens_per_s\": ${cpurate:-null}, \"first_run_kernel_ms\": ${kernels:-null}, \"rc\": $rc}")
+  rows+=("{\"executable\": \"$name\", \"batch\": $batch, \"seq_len\": $length, \"seed\": $seed, \"cpu_loss\": $cpu, \"gpu_loss\": ${gpu:-null}, \"rel_err\": $([[ $rel == nan ]] && echo null || echo "$rel"), \"pass\": $([[ $verdict == PASS ]] && echo true || echo false), \"within_1e-3\": $([[ $tight == yes ]] && echo true || echo false), \"gpu_tokens_per_s\": ${rate:-null}, \"cpu_tokens_per_s\": ${cpurate:-null}, \"first_run_kernel_ms\": ${kernels:-null}, \"peak_gib\": ${peak:-null}, \"rc\": $rc}")
 done < "$out/cpu-losses.txt"
 done
 

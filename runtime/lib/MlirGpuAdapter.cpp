@@ -72,6 +72,10 @@ struct AdapterState {
   /// the caller leave the pool's books when the caller frees them). Device
   /// buffers are the driver's stream-ordered pool's.
   BufferPool shared;
+  /// Managed memory allocated and not yet freed (bytes by address), and
+  /// the most of it at once since the last reset.
+  std::unordered_map<void *, uint64_t> managedSizes;
+  uint64_t managedBytes = 0, managedPeak = 0;
   /// Streams that compiled code destroyed, kept for its next
   /// mgpuStreamCreate: the host code of a synchronous launch creates and
   /// destroys one around every launch.
@@ -226,6 +230,16 @@ void printKernelProfile(const std::vector<CUfunction> &functions,
                  total > 0 ? 100.0 * row.ms / total : 0.0, row.name.c_str());
 }
 
+/// Takes `ptr` off the managed-memory books, if it is on them. Callers hold
+/// the state's mutex.
+void forgetManaged(AdapterState &s, void *ptr) {
+  auto known = s.managedSizes.find(ptr);
+  if (known == s.managedSizes.end())
+    return;
+  s.managedBytes -= known->second;
+  s.managedSizes.erase(known);
+}
+
 } // namespace
 
 extern "C" {
@@ -246,9 +260,14 @@ void *moertMlirAllocShared(unsigned long long sizeBytes) {
   if (!ensureContext())
     return nullptr;
   CUdeviceptr ptr = 0;
-  MOERT_MLIR_CHECK(
-      cuMemAllocManaged(&ptr, sizeBytes ? sizeBytes : 1, CU_MEM_ATTACH_GLOBAL),
-      nullptr);
+  uint64_t size = sizeBytes ? sizeBytes : 1;
+  MOERT_MLIR_CHECK(cuMemAllocManaged(&ptr, size, CU_MEM_ATTACH_GLOBAL),
+                   nullptr);
+  AdapterState &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.managedSizes[reinterpret_cast<void *>(ptr)] = size;
+  s.managedBytes += size;
+  s.managedPeak = std::max(s.managedPeak, s.managedBytes);
   return reinterpret_cast<void *>(ptr);
 }
 
@@ -259,8 +278,45 @@ void moertMlirFree(void *ptr) {
     AdapterState &s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
     s.shared.sizes.erase(ptr);
+    forgetManaged(s, ptr);
   }
   MOERT_MLIR_CHECK(cuMemFree(reinterpret_cast<CUdeviceptr>(ptr)));
+}
+
+int moertMlirPeakBytes(unsigned long long *devicePool,
+                       unsigned long long *managed) {
+  if (!ensureContext())
+    return -1;
+  CUdevice device;
+  CUmemoryPool pool;
+  cuuint64_t high = 0;
+  MOERT_MLIR_CHECK(cuCtxGetDevice(&device), -1);
+  MOERT_MLIR_CHECK(cuDeviceGetDefaultMemPool(&pool, device), -1);
+  MOERT_MLIR_CHECK(
+      cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_HIGH, &high), -1);
+  if (devicePool)
+    *devicePool = high;
+  AdapterState &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (managed)
+    *managed = s.managedPeak;
+  return 0;
+}
+
+void moertMlirResetPeakBytes(void) {
+  if (!ensureContext())
+    return;
+  CUdevice device;
+  CUmemoryPool pool;
+  cuuint64_t zero = 0;
+  MOERT_MLIR_CHECK(cuCtxGetDevice(&device));
+  MOERT_MLIR_CHECK(cuDeviceGetDefaultMemPool(&pool, device));
+  // Setting the high-water mark to zero restarts it at the current use.
+  MOERT_MLIR_CHECK(
+      cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_HIGH, &zero));
+  AdapterState &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.managedPeak = s.managedBytes;
 }
 
 //===----------------------------------------------------------------------===//
@@ -409,6 +465,8 @@ void moertMlirReleaseCachedBuffers(void) {
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     shared = s.shared.drain();
+    for (void *ptr : shared)
+      forgetManaged(s, ptr);
   }
   for (void *ptr : shared)
     MOERT_MLIR_CHECK(cuMemFree(reinterpret_cast<CUdeviceptr>(ptr)));

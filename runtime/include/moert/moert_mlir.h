@@ -49,10 +49,21 @@ void *moertMlirAllocShared(unsigned long long sizeBytes);
 /// Frees memory from moertMlirAllocShared or from a host-shared gpu.alloc.
 void moertMlirFree(void *ptr);
 
-/// Device and host-shared buffers that compiled code frees (gpu.dealloc) are
-/// kept for reuse by a later allocation of the same size and kind, as
-/// PyTorch's caching allocator does; this returns them to the driver.
+/// Host-shared buffers that compiled code frees (gpu.dealloc) are kept for
+/// reuse by a later allocation of the same size, and the driver's
+/// stream-ordered pool keeps freed device buffers, as PyTorch's caching
+/// allocator does; this returns both to the driver.
 void moertMlirReleaseCachedBuffers(void);
+
+/// The most memory in use since the last moertMlirResetPeakBytes (or the
+/// start): `devicePool` the device buffers of compiled code (the
+/// stream-ordered pool's high-water mark), `managed` the managed memory of
+/// moertMlirAllocShared and host-shared gpu.alloc (the caller's parameters
+/// and inputs included). Either pointer may be null. Returns 0, or -1 after
+/// a failure (recorded).
+int moertMlirPeakBytes(unsigned long long *devicePool,
+                       unsigned long long *managed);
+void moertMlirResetPeakBytes(void);
 
 /// Kernel timing: while enabled, every launch is bracketed by CUDA events
 /// on its stream. moertMlirKernelMilliseconds() returns the summed GPU time

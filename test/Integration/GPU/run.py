@@ -449,6 +449,18 @@ class Runner:
             error = abs(gpu - ref) / abs(ref)
             checks.append({"name": "loss", "against": against, "kind": "rtol", "bar": tol,
                            "error": error, "ok": error <= tol, "detail": ""})
+        if not self.args.dry_run:
+            # The peak-memory report: the managed part holds at least the
+            # fp32 parameters, and the compiled code used device buffers.
+            params = re.search(r" (\d+) parameters$", r.stderr, re.M)
+            peak = re.search(r"^peak GPU memory: \S+ GiB \(device buffers (\S+) GiB, "
+                             r"managed parameters, batch and results (\S+) GiB\)$",
+                             r.stderr, re.M)
+            ok_peak = bool(params and peak and float(peak.group(1)) > 0 and
+                           float(peak.group(2)) * 2**30 >= 4 * int(params.group(1)) * 0.999)
+            checks.append({"name": "peak_memory", "against": "parameters", "kind": "exact",
+                           "bar": 0, "error": 0.0 if ok_peak else 1.0, "ok": ok_peak,
+                           "detail": peak.group(0) if peak else "no peak memory line"})
         ok = all(c["ok"] for c in checks)
         text = f"loss {gpu:.6f} (cpu {case['cpu_loss']:.6f}): " + self.kernel_line(checks)
         self.report(case, "PASS" if ok else "FAIL", text, checks, time.time() - t0,

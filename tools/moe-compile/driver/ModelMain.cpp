@@ -657,6 +657,14 @@ int runForward(int argc, char **argv, const Manifest &manifest) {
     (run == 0 ? firstSeconds : otherSeconds) += seconds;
   }
 #ifdef MOE_MODEL_MAIN_CUDA
+  // The most GPU memory in use at once over the runs: the compiled code's
+  // device buffers plus the managed parameters, batch and results (what
+  // torch.cuda.max_memory_allocated counts for the peer).
+  // A driver that cannot say costs the report only, not the run.
+  unsigned long long poolPeak = 0, managedPeak = 0;
+  bool peakKnown = moertMlirPeakBytes(&poolPeak, &managedPeak) == 0;
+  std::string peakError = peakKnown ? "" : moertMlirGetError();
+  moertMlirClearError();
   moertMlirFree(paramData);
   moertMlirFree(inputData);
   moertMlirFree(labelData);
@@ -680,6 +688,16 @@ int runForward(int argc, char **argv, const Manifest &manifest) {
     std::fprintf(stderr,
                  "kernels of the first run: %d launches, %.3f ms on the GPU\n",
                  kernelLaunches, kernelMilliseconds);
+    constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+    if (peakKnown)
+      std::fprintf(stderr,
+                   "peak GPU memory: %.3f GiB (device buffers %.3f GiB, "
+                   "managed parameters, batch and results %.3f GiB)\n",
+                   (poolPeak + managedPeak) / kGiB, poolPeak / kGiB,
+                   managedPeak / kGiB);
+    else
+      std::fprintf(stderr, "peak GPU memory: unknown (%s)\n",
+                   peakError.c_str());
 #endif
     if (options.repeat > 1) {
       double mean = otherSeconds / static_cast<double>(options.repeat - 1);
