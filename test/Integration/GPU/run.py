@@ -456,8 +456,10 @@ class Runner:
             peak = re.search(r"^peak GPU memory: \S+ GiB \(device buffers (\S+) GiB, "
                              r"managed parameters, batch and results (\S+) GiB\)$",
                              r.stderr, re.M)
+            # (GiB printed to 3 decimals: up to 0.0005 GiB rounded away.)
             ok_peak = bool(params and peak and float(peak.group(1)) > 0 and
-                           float(peak.group(2)) * 2**30 >= 4 * int(params.group(1)) * 0.999)
+                           (float(peak.group(2)) + 0.0005) * 2**30
+                           >= 4 * int(params.group(1)))
             checks.append({"name": "peak_memory", "against": "parameters", "kind": "exact",
                            "bar": 0, "error": 0.0 if ok_peak else 1.0, "ok": ok_peak,
                            "detail": peak.group(0) if peak else "no peak memory line"})
