@@ -453,13 +453,11 @@ class Runner:
             # The peak-memory report: the managed part holds at least the
             # fp32 parameters, and the compiled code used device buffers.
             params = re.search(r" (\d+) parameters$", r.stderr, re.M)
-            peak = re.search(r"^peak GPU memory: \S+ GiB \(device buffers (\S+) GiB, "
-                             r"managed parameters, batch and results (\S+) GiB\)$",
+            peak = re.search(r"^peak GPU memory: \S+ GiB \(device buffers (\d+) bytes, "
+                             r"managed parameters, batch and results (\d+) bytes\)$",
                              r.stderr, re.M)
-            # (GiB printed to 3 decimals: up to 0.0005 GiB rounded away.)
-            ok_peak = bool(params and peak and float(peak.group(1)) > 0 and
-                           (float(peak.group(2)) + 0.0005) * 2**30
-                           >= 4 * int(params.group(1)))
+            ok_peak = bool(params and peak and int(peak.group(1)) > 0 and
+                           int(peak.group(2)) >= 4 * int(params.group(1)))
             checks.append({"name": "peak_memory", "against": "parameters", "kind": "exact",
                            "bar": 0, "error": 0.0 if ok_peak else 1.0, "ok": ok_peak,
                            "detail": peak.group(0) if peak else "no peak memory line"})

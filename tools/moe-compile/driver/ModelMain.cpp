@@ -691,10 +691,9 @@ int runForward(int argc, char **argv, const Manifest &manifest) {
     constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
     if (peakKnown)
       std::fprintf(stderr,
-                   "peak GPU memory: %.3f GiB (device buffers %.3f GiB, "
-                   "managed parameters, batch and results %.3f GiB)\n",
-                   (poolPeak + managedPeak) / kGiB, poolPeak / kGiB,
-                   managedPeak / kGiB);
+                   "peak GPU memory: %.3f GiB (device buffers %llu bytes, "
+                   "managed parameters, batch and results %llu bytes)\n",
+                   (poolPeak + managedPeak) / kGiB, poolPeak, managedPeak);
     else
       std::fprintf(stderr, "peak GPU memory: unknown (%s)\n",
                    peakError.c_str());
