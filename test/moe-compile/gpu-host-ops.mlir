@@ -1,7 +1,7 @@
 // moe-lower-to-nvvm runs structured ops outside every scf.forall as GPU
 // kernels (-moe-map-forall-to-gpu): a grid-stride loop over their parallel
-// iterations shared by 256-thread blocks, the reduction a loop inside; no
-// structured op stays on the host. (A dense contraction such as this matmul
+// iterations shared by 256-thread blocks, or one warp per output for a
+// reduction; no structured op stays on the host. (A dense contraction such as this matmul
 // is a generated tensor-core GEMM by default, -moe-generate-gemm-kernels;
 // with matmul-precision=exact, which keeps f32 operands exact, it is
 // one of these kernels.)
@@ -12,7 +12,7 @@
 
 // GEMM: llvm.func @matmul(
 // GEMM-NOT: matmul_matmul
-// GEMM: gpu.launch_func @moe_gemm_kernels::@gemm_64x32_0 blocks in
+// GEMM: gpu.launch_func {{.*}}@moe_gemm_kernels::@gemm_64x32_0 blocks in
 // GEMM: gpu.binary @moe_gemm_kernels
 
 // Both kernels are queued on one stream (-moe-async-gpu-stream), which the

@@ -16,19 +16,19 @@
 // REQUIRES: ptxas
 
 // CHECK: llvm.func @project_f32(
-// CHECK: gpu.launch_func @moe_gemm_kernels::@gemm_256x192_0 blocks in
+// CHECK: gpu.launch_func {{.*}}@moe_gemm_kernels::@gemm_256x192_0 blocks in
 // CHECK: llvm.func @project_bf16_t(
-// CHECK: gpu.launch_func @moe_gemm_kernels::@gemm_512x128t_1 blocks in
+// CHECK: gpu.launch_func {{.*}}@moe_gemm_kernels::@gemm_512x128t_1 blocks in
 // CHECK: llvm.func @project_mixed(
-// CHECK: gpu.launch_func @moe_gemm_kernels::@gemm_128x80_2 blocks in
+// CHECK: gpu.launch_func {{.*}}@moe_gemm_kernels::@gemm_128x80_2 blocks in
 // CHECK: llvm.func @project_mixed_t(
-// CHECK: gpu.launch_func @moe_gemm_kernels::@gemm_64x256t_3 blocks in
+// CHECK: gpu.launch_func {{.*}}@moe_gemm_kernels::@gemm_64x256t_3 blocks in
 // CHECK: llvm.func @matmul_k32(
-// CHECK: gpu.launch_func @moe_gemm_kernels::@gemm_32x512_4 blocks in
+// CHECK: gpu.launch_func {{.*}}@moe_gemm_kernels::@gemm_32x512_4 blocks in
 // CHECK: llvm.func @rounded_chain(
-// CHECK: gpu.launch_func @rounded_chain_generic_{{.*}} blocks in
-// CHECK: gpu.launch_func @moe_gemm_kernels::@gemm_256x64_5 blocks in
-// CHECK: gpu.launch_func @moe_gemm_kernels::@gemm_64x256_6 blocks in
+// CHECK: gpu.launch_func {{.*}}@rounded_chain_generic_{{.*}} blocks in
+// CHECK: gpu.launch_func {{.*}}@moe_gemm_kernels::@gemm_256x64_5 blocks in
+// CHECK: gpu.launch_func {{.*}}@moe_gemm_kernels::@gemm_64x256_6 blocks in
 // CHECK-NOT: gpu.launch_func
 // CHECK: gpu.binary @moe_gemm_kernels
 // CHECK-SAME: #nvvm.target<O = 3, chip = "sm_90", features = "+ptx80">
@@ -62,6 +62,6 @@
 // EXACT: llvm.func @project_f32(
 // EXACT-NOT: @moe_gemm_kernels
 // EXACT: llvm.func @project_bf16_t(
-// EXACT: gpu.launch_func @moe_gemm_kernels::@gemm_512x128t_0 blocks in
+// EXACT: gpu.launch_func {{.*}}@moe_gemm_kernels::@gemm_512x128t_0 blocks in
 // EXACT-NOT: @moe_gemm_kernels::
 // EXACT: gpu.binary @moe_gemm_kernels

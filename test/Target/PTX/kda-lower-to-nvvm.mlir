@@ -17,11 +17,11 @@
 
 // CHECK: llvm.func @kda_forward(
 // CHECK: llvm.call @mgpuMemAlloc
-// CHECK: gpu.launch_func @moe_kda_kernels::@kda0_prep blocks in
-// CHECK: gpu.launch_func @moe_kda_kernels::@kda0_state blocks in
+// CHECK: gpu.launch_func {{.*}}@moe_kda_kernels::@kda0_prep blocks in
+// CHECK: gpu.launch_func {{.*}}@moe_kda_kernels::@kda0_state blocks in
 // CHECK: llvm.func @kda_forward_softplus(
-// CHECK: gpu.launch_func @moe_kda_kernels::@kda1_prep blocks in
-// CHECK: gpu.launch_func @moe_kda_kernels::@kda1_state blocks in
+// CHECK: gpu.launch_func {{.*}}@moe_kda_kernels::@kda1_prep blocks in
+// CHECK: gpu.launch_func {{.*}}@moe_kda_kernels::@kda1_state blocks in
 // CHECK: gpu.binary @moe_kda_kernels
 // CHECK-SAME: #nvvm.target<O = 3, chip = "sm_90", features = "+ptx80">
 // CHECK-SAME: .version 8.0
