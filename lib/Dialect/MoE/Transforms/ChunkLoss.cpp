@@ -40,18 +40,6 @@ struct MoEChunkLossPass : public moe::impl::MoEChunkLossBase<MoEChunkLossPass> {
   void runOnOperation() override;
 };
 
-/// `value: [...]` as one dimension.
-Value flattenAll(ImplicitLocOpBuilder &b, Value value) {
-  int64_t rank = tensorTypeOf(value).getRank();
-  if (rank == 1)
-    return value;
-  ReassociationIndices all;
-  for (int64_t i = 0; i < rank; ++i)
-    all.push_back(i);
-  return tensor::CollapseShapeOp::create(b, value,
-                                         ArrayRef<ReassociationIndices>{all});
-}
-
 /// The loss and the per-token log-sum-exp of `op` (see the pass).
 std::pair<Value, Value> lowerInChunks(ImplicitLocOpBuilder &b,
                                       LinearCrossEntropyOp op, int64_t chunk) {
@@ -59,7 +47,7 @@ std::pair<Value, Value> lowerInChunks(ImplicitLocOpBuilder &b,
   MLIRContext *ctx = b.getContext();
   Type f32 = b.getF32Type();
   Value x = tb.flattenTokens(op.getInput());
-  Value labels = flattenAll(b, op.getLabels());
+  Value labels = tb.flattenAll(op.getLabels());
   Value weight = op.getWeight();
   ArrayRef<int64_t> wShape = tensorTypeOf(weight).getShape();
   int64_t vocab = wShape[0], width = wShape[1];
@@ -171,17 +159,7 @@ std::pair<Value, Value> lowerInChunks(ImplicitLocOpBuilder &b,
   });
 
   // lse in the labels' shape.
-  auto lseType = cast<RankedTensorType>(op.getLse().getType());
-  if (lseType.getRank() != 1) {
-    ReassociationIndices all;
-    for (int64_t i = 0; i < lseType.getRank(); ++i)
-      all.push_back(i);
-    SmallVector<OpFoldResult> shape = tb.sizesOf(op.getLabels());
-    lse = tensor::ExpandShapeOp::create(
-        b, lseType, lse, ArrayRef<ReassociationIndices>{all}, shape);
-  } else if (lse.getType() != lseType) {
-    lse = tensor::CastOp::create(b, lseType, lse);
-  }
+  lse = tb.unflattenAll(lse, op.getLabels(), op.getLse().getType());
   if (loss.getType() != op.getLoss().getType())
     loss = tensor::CastOp::create(b, op.getLoss().getType(), loss);
   return {loss, lse};

@@ -37,17 +37,6 @@ using namespace mlir::moe;
 
 namespace {
 
-Value indexConstant(OpBuilder &b, Location loc, int64_t v) {
-  return arith::ConstantIndexOp::create(b, loc, v);
-}
-
-/// max(ceil((ub - lb) / step), 0).
-Value tripCount(OpBuilder &b, Location loc, Value lb, Value ub, Value step) {
-  Value span = arith::SubIOp::create(b, loc, ub, lb);
-  Value count = arith::CeilDivSIOp::create(b, loc, span, step);
-  return arith::MaxSIOp::create(b, loc, count, indexConstant(b, loc, 0));
-}
-
 Value product(OpBuilder &b, Location loc, ArrayRef<Value> values) {
   Value total = indexConstant(b, loc, 1);
   for (Value v : values)

@@ -39,39 +39,6 @@ using namespace mlir::moe;
 // Whole-tensor helpers
 //===----------------------------------------------------------------------===//
 
-/// `value: [...]` collapsed into one dimension (unchanged when of rank 1).
-static Value flattenAll(ImplicitLocOpBuilder &b, Value value) {
-  int64_t rank = tensorTypeOf(value).getRank();
-  if (rank == 1)
-    return value;
-  ReassociationIndices all;
-  for (int64_t i = 0; i < rank; ++i)
-    all.push_back(i);
-  return tensor::CollapseShapeOp::create(b, value,
-                                         ArrayRef<ReassociationIndices>{all});
-}
-
-/// `flat: [N]` expanded into the shape of `like: [...]`, then cast to
-/// `type` when it differs.
-static Value unflattenAll(ImplicitLocOpBuilder &b, TensorBuilder &tb,
-                          Value flat, Value like, Type type) {
-  RankedTensorType likeType = tensorTypeOf(like);
-  int64_t rank = likeType.getRank();
-  if (rank != 1) {
-    ReassociationIndices all;
-    for (int64_t i = 0; i < rank; ++i)
-      all.push_back(i);
-    auto expandedType = RankedTensorType::get(
-        likeType.getShape(), tensorTypeOf(flat).getElementType());
-    flat = tensor::ExpandShapeOp::create(b, expandedType, flat,
-                                         ArrayRef<ReassociationIndices>{all},
-                                         tb.sizesOf(like));
-  }
-  if (flat.getType() != type)
-    flat = tensor::CastOp::create(b, type, flat);
-  return flat;
-}
-
 /// `value: [N, ...]` (any element type, integers included) extended along
 /// dimension 0 to `size` rows with zeros.
 static Value padRows(ImplicitLocOpBuilder &b, TensorBuilder &tb, Value value,
@@ -255,12 +222,12 @@ void LossTiler::prepareTokens(Value input, Value labels, Value lse,
   numTokenTiles = arith::CeilDivUIOp::create(b, tokens, idx(tokenTile));
   paddedTokens = arith::MulIOp::create(b, numTokenTiles, idx(tokenTile));
   paddedInput = tb.zeroPadded(x, 0, paddedTokens, f32());
-  paddedLabels = padRows(b, tb, flattenAll(b, labels), paddedTokens);
+  paddedLabels = padRows(b, tb, tb.flattenAll(labels), paddedTokens);
   if (lse)
-    paddedLse = padRows(b, tb, flattenAll(b, lse), paddedTokens);
+    paddedLse = padRows(b, tb, tb.flattenAll(lse), paddedTokens);
   if (coefficients)
     paddedCoefficients =
-        padRows(b, tb, flattenAll(b, coefficients), paddedTokens);
+        padRows(b, tb, tb.flattenAll(coefficients), paddedTokens);
 }
 
 Value LossTiler::rowsOf(Value x, Value start, int64_t rows) {
@@ -419,7 +386,7 @@ std::pair<Value, Value> LossTiler::forward(LinearCrossEntropyOp op) {
   };
   Value lse = real(forall.getResult(0));
   Value picked = real(forall.getResult(1));
-  Value labels = flattenAll(b, op.getLabels());
+  Value labels = tb.flattenAll(op.getLabels());
 
   // The sum of the valid tokens' losses and their count; a select (not a
   // multiply by 0) keeps an ignored token's value out.
@@ -449,8 +416,7 @@ std::pair<Value, Value> LossTiler::forward(LinearCrossEntropyOp op) {
                     });
   if (mean.getType() != op.getLoss().getType())
     mean = tensor::CastOp::create(b, op.getLoss().getType(), mean);
-  return {mean,
-          unflattenAll(b, tb, lse, op.getLabels(), op.getLse().getType())};
+  return {mean, tb.unflattenAll(lse, op.getLabels(), op.getLse().getType())};
 }
 
 Value LossTiler::weightAdjointChunks(Value init, int64_t numChunks,

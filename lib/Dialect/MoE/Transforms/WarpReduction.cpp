@@ -61,16 +61,6 @@ Operation *outputCombiner(linalg::LinalgOp op, unsigned i) {
   return combiner;
 }
 
-Value indexConstant(OpBuilder &b, Location loc, int64_t v) {
-  return arith::ConstantIndexOp::create(b, loc, v);
-}
-
-Value tripCount(OpBuilder &b, Location loc, Value lb, Value ub, Value step) {
-  Value span = arith::SubIOp::create(b, loc, ub, lb);
-  Value count = arith::CeilDivSIOp::create(b, loc, span, step);
-  return arith::MaxSIOp::create(b, loc, count, indexConstant(b, loc, 0));
-}
-
 /// The loop induction values of `linear` in the row-major space of
 /// `counts` (the last fastest), as offsets + index * strides.
 void delinearizeInto(OpBuilder &b, Location loc, Value linear,
@@ -107,6 +97,17 @@ SmallVector<Value> indicesAt(OpBuilder &b, Location loc, linalg::LinalgOp op,
 }
 
 } // namespace
+
+Value mlir::moe::indexConstant(OpBuilder &b, Location loc, int64_t value) {
+  return arith::ConstantIndexOp::create(b, loc, value);
+}
+
+Value mlir::moe::tripCount(OpBuilder &b, Location loc, Value lb, Value ub,
+                           Value step) {
+  Value span = arith::SubIOp::create(b, loc, ub, lb);
+  Value count = arith::CeilDivSIOp::create(b, loc, span, step);
+  return arith::MaxSIOp::create(b, loc, count, indexConstant(b, loc, 0));
+}
 
 bool mlir::moe::isWarpReduction(linalg::LinalgOp op, int64_t minExtent) {
   if (!op.hasPureBufferSemantics() || op.getNumReductionLoops() == 0 ||

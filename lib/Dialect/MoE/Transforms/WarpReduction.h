@@ -18,6 +18,12 @@
 
 namespace mlir::moe {
 
+/// An `index` constant.
+Value indexConstant(OpBuilder &b, Location loc, int64_t value);
+
+/// The iterations of a loop from `lb` to `ub` by `step` (0 when empty).
+Value tripCount(OpBuilder &b, Location loc, Value lb, Value ub, Value step);
+
 /// Whether `op` (with buffer semantics) can be mapped by
 /// emitWarpReduction: it has a reduction loop with at least `minExtent`
 /// iterations (or a dynamic count), and every output is updated by one

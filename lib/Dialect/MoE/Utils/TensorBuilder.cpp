@@ -378,6 +378,35 @@ Value TensorBuilder::flattenTokens(Value value) {
   return tensor::CollapseShapeOp::create(b, value, leadingMerged(rank));
 }
 
+/// `{{0, ..., rank - 1}}`: all of `rank` dimensions merged.
+static SmallVector<ReassociationIndices> allMerged(int64_t rank) {
+  ReassociationIndices all;
+  for (int64_t i = 0; i < rank; ++i)
+    all.push_back(i);
+  return {all};
+}
+
+Value TensorBuilder::flattenAll(Value value) {
+  int64_t rank = tensorTypeOf(value).getRank();
+  if (rank == 1)
+    return value;
+  return tensor::CollapseShapeOp::create(b, value, allMerged(rank));
+}
+
+Value TensorBuilder::unflattenAll(Value flat, Value like, Type type) {
+  RankedTensorType likeType = tensorTypeOf(like);
+  int64_t rank = likeType.getRank();
+  if (rank != 1) {
+    auto expandedType = RankedTensorType::get(
+        likeType.getShape(), tensorTypeOf(flat).getElementType());
+    flat = tensor::ExpandShapeOp::create(b, expandedType, flat, allMerged(rank),
+                                         sizesOf(like));
+  }
+  if (flat.getType() != type)
+    flat = tensor::CastOp::create(b, type, flat);
+  return flat;
+}
+
 Value TensorBuilder::unflattenTokens(Value value, Value like) {
   int64_t rank = tensorTypeOf(like).getRank();
   if (rank == 2)

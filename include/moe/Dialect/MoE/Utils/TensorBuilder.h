@@ -159,6 +159,13 @@ public:
   /// Collapses `[..., d]` into `[N, d]`.
   Value flattenTokens(Value value);
 
+  /// Collapses `value: [...]` into one dimension (unchanged when of rank 1).
+  Value flattenAll(Value value);
+
+  /// Expands `flat: [N]` into the shape of `like: [...]`, then casts it to
+  /// `type` when that differs.
+  Value unflattenAll(Value flat, Value like, Type type);
+
   /// Expands `[N, d]` back into the shape of `like: [..., d]`.
   Value unflattenTokens(Value value, Value like);
 
