@@ -56,7 +56,8 @@ while read -r batch length seed tokens cpu cpurate; do
   log=$results/$name-b$batch-t$length-s$seed
   source=()
   [[ $tokens != - ]] && source=(--tokens="$out/$tokens")
-  # The first run's kernels, by name, land in the .err log.
+  # The kernels of one run (a warm extra run when --repeat > 1), by name,
+  # land in the .err log.
   MOERT_KERNEL_PROFILE=1 timeout "$limit" "$exe" --batch="$batch" \
     --seq-len="$length" --seed="$seed" "${source[@]}" --repeat="$repeat" \
     --verbose > "$log.out" 2> "$log.err"
@@ -65,7 +66,7 @@ while read -r batch length seed tokens cpu cpurate; do
   rate=$(sed -n 's/^forward, mean of .* ms, \(.*\) tokens\/s$/\1/p' "$log.err")
   [[ -z $rate ]] &&
     rate=$(sed -n 's/^forward .* s, \(.*\) tokens\/s$/\1/p' "$log.err")
-  kernels=$(sed -n 's/^kernels of the first run: \(.*\) launches, \(.*\) ms.*/\2/p' "$log.err")
+  kernels=$(sed -n 's/^kernels of the [a-z ]* run: \(.*\) launches, \(.*\) ms.*/\2/p' "$log.err")
   peak=$(sed -n 's/^peak GPU memory: \([0-9.]*\) GiB.*/\1/p' "$log.err")
   verdict=FAIL
   rel=nan

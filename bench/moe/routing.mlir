@@ -55,3 +55,23 @@ func.func @routing_f32_sign(%x: tensor<?x64xf32>, %w_router: tensor<16x64xf32>,
       : tensor<?x4xf32>, tensor<?x4xi64>, tensor<16xi64>, tensor<16xf32>,
         tensor<?x64xf32>, tensor<17xi64>, tensor<?xi64>
 }
+
+// fp32 router with ragged tiles: d = 200 is no multiple of the 32 staged
+// columns and E = 24 leaves the last group of 16 experts half empty.
+func.func @routing_f32_ragged(%x: tensor<?x200xf32>,
+                              %w_router: tensor<24x200xf32>,
+                              %bias: tensor<24xf32>)
+    -> (tensor<?x6xf32>, tensor<?x6xi64>, tensor<24xi64>, tensor<24xf32>,
+        tensor<?x200xf32>, tensor<25xi64>, tensor<?xi64>) {
+  %w, %idx, %load, %nb = moe.route %x, %w_router, %bias
+      {routing = #moe.routing<experts = 24, top_k = 6, scaling = 2.5,
+                              balance = #moe.quantile_balance<exact>>}
+      : (tensor<?x200xf32>, tensor<24x200xf32>, tensor<24xf32>)
+      -> (tensor<?x6xf32>, tensor<?x6xi64>, tensor<24xi64>, tensor<24xf32>)
+  %xp, %off, %slot = moe.dispatch %x, %idx {num_experts = 24 : i64}
+      : (tensor<?x200xf32>, tensor<?x6xi64>)
+      -> (tensor<?x200xf32>, tensor<25xi64>, tensor<?xi64>)
+  return %w, %idx, %load, %nb, %xp, %off, %slot
+      : tensor<?x6xf32>, tensor<?x6xi64>, tensor<24xi64>, tensor<24xf32>,
+        tensor<?x200xf32>, tensor<25xi64>, tensor<?xi64>
+}

@@ -580,6 +580,14 @@ def routing_cases():
                  Input("w_router", (16, 64), Uniform(-0.3, 0.3)),
                  Input("bias", (16,), Uniform(-0.1, 0.1))],
                 routing_checks(4), routing_reference(4, extra), margin=(4, 0)))
+    # The fp32 router's register tiles with ragged edges (d % 32, E % 16).
+    for N in (1, 300):
+        cases.append(KernelCase(
+            f"routing/routing_f32_ragged/N{N}", "routing", "routing_f32_ragged",
+            [Input("x", (N, 200), Uniform(-1, 1)),
+             Input("w_router", (24, 200), Uniform(-0.1, 0.1)),
+             Input("bias", (24,), Uniform(-0.1, 0.1))],
+            routing_checks(6), routing_reference(6), margin=(6, 0)))
     return cases
 
 

@@ -60,6 +60,8 @@ constexpr int64_t kPad = 8;
 /// cp.async pipeline depth of the router GEMM: two chunks in flight while
 /// one is multiplied.
 constexpr int64_t kStages = 3;
+/// Columns of x and w_router staged per step of the fp32 router GEMM.
+constexpr int64_t kF32Chunk = 32;
 /// Threads of the scan kernel, of a quantile block, of a scatter block
 /// (one warp per token).
 constexpr int64_t kScanThreads = 1024;
@@ -175,8 +177,12 @@ private:
   }
   int64_t stagedLd() const { return kChunk() + kPad; }
   int64_t stageElements() const { return (kTokenTile + E()) * stagedLd(); }
+  /// Sixteen-expert groups of the fp32 router tile (experts per thread).
+  int64_t expertSlots() const { return (E() + 15) / 16; }
   int64_t stagingBytes() const {
-    return plan.tensorCores ? kStages * stageElements() * 2 : 0;
+    if (plan.tensorCores)
+      return kStages * stageElements() * 2;
+    return (kTokenTile + 16 * expertSlots()) * (kF32Chunk + 1) * 4;
   }
   /// s [64][E + 1] f32 and the selection / position table [64][E] i32,
   /// over the staging buffers once the GEMM is done.
@@ -395,23 +401,83 @@ gpu::GPUFuncOp RoutingKernelGenerator::buildRouteKernel(TypeRange types) {
                 e.add(e.mul(row, scoreLd()), col));
       });
   } else {
-    // fp32 CUDA cores: one (token, expert) dot product per thread at a time.
+    // fp32 CUDA cores, register-tiled: thread (tr, tc) = (tid / 16, tid %
+    // 16) accumulates tokens tr + 8 i (i < 8) against experts tc + 16 j
+    // (j < expertSlots()), over chunks of kF32Chunk columns of x and
+    // w_router staged in shared memory (rows padded by one float: the
+    // sixteen expert rows a warp reads fall in different banks).
+    int64_t ld = kF32Chunk + 1, slots = expertSlots();
+    int64_t numChunks = (D() + kF32Chunk - 1) / kF32Chunk;
+    bool ragged = D() % kF32Chunk != 0;
+    Value xs = e.sharedView(smem, 0, kTokenTile * ld, f32);
+    Value ws = e.sharedView(smem, kTokenTile * ld * 4, 16 * slots * ld, f32);
     Value lastRow = e.sub(tokens, e.idx(1));
-    e.forLoop(tid, e.idx(kTokenTile * E()), kRouteThreads, [&](Value pair) {
-      Value t = e.div(pair, E()), j = e.rem(pair, E());
-      Value row = e.minU(e.add(t0, t), lastRow);
-      auto asF32 = [&](Value v) {
-        return v.getType() == f32 ? v : arith::ExtFOp::create(b, f32, v);
-      };
-      Value dot =
-          e.forLoop(e.idx(0), e.idx(D()), 1, ValueRange{e.f32(0.0)},
-                    [&](Value c, ValueRange it) {
-                      Value xv = asF32(e.load(x, {row, c}));
-                      Value wv = asF32(e.load(w, {j, c}));
-                      return SmallVector<Value>{e.fadd(it[0], e.fmul(xv, wv))};
-                    })[0];
-      e.store(e.sigmoid(dot), scores, e.add(e.mul(t, scoreLd()), j));
-    });
+    Value tr = e.div(tid, 16), tc = e.rem(tid, 16);
+    auto asF32 = [&](Value v) {
+      return v.getType() == f32 ? v : arith::ExtFOp::create(b, f32, v);
+    };
+    // Rows [0, rows) of `src` (row r read from rowOf(r)), columns
+    // [col0, col0 + kF32Chunk), into `to`: consecutive threads read
+    // consecutive columns.
+    auto stage = [&](Value src, Value to, int64_t rows, Value col0,
+                     function_ref<Value(Value)> rowOf) {
+      for (int64_t it = 0; it * kRouteThreads < rows * kF32Chunk; ++it) {
+        Value piece = e.add(tid, it * kRouteThreads);
+        Value row = e.div(piece, kF32Chunk), col = e.rem(piece, kF32Chunk);
+        Value column = e.add(col0, col);
+        Value v;
+        if (ragged) {
+          Value inside = e.ult(column, e.idx(D()));
+          Value safe = e.select(inside, column, e.idx(0));
+          v = e.select(inside, asF32(e.load(src, {rowOf(row), safe})),
+                       e.f32(0.0));
+        } else {
+          v = asF32(e.load(src, {rowOf(row), column}));
+        }
+        e.store(v, to, e.add(e.mul(row, ld), col));
+      }
+    };
+    SmallVector<Value> init(8 * slots, e.f32(0.0));
+    SmallVector<Value> acc = e.forLoop(
+        e.idx(0), e.idx(numChunks), 1, init, [&](Value c, ValueRange it) {
+          Value col0 = e.mul(c, kF32Chunk);
+          // Every thread is done with the previous chunk.
+          e.barrier();
+          stage(x, xs, kTokenTile, col0,
+                [&](Value r) { return e.minU(e.add(t0, r), lastRow); });
+          // Expert rows past E repeat row E - 1; their sums are dropped.
+          stage(w, ws, 16 * slots, col0,
+                [&](Value r) { return e.minU(r, e.idx(E() - 1)); });
+          e.barrier();
+          SmallVector<Value> next(it);
+          for (int64_t k = 0; k < kF32Chunk; ++k) {
+            SmallVector<Value> xv, wv;
+            for (int64_t i = 0; i < 8; ++i)
+              xv.push_back(e.load(xs, e.add(e.mul(e.add(tr, 8 * i), ld), k)));
+            for (int64_t j = 0; j < slots; ++j)
+              wv.push_back(
+                  e.load(ws, e.add(e.mul(e.add(tc, 16 * j), ld), k)));
+            for (int64_t i = 0; i < 8; ++i)
+              for (int64_t j = 0; j < slots; ++j)
+                next[i * slots + j] =
+                    math::FmaOp::create(b, xv[i], wv[j], next[i * slots + j]);
+          }
+          return next;
+        });
+    // The score table overlays the staging buffers.
+    e.barrier();
+    for (int64_t i = 0; i < 8; ++i)
+      for (int64_t j = 0; j < slots; ++j) {
+        Value expert = e.add(tc, 16 * j);
+        auto write = [&] {
+          e.store(e.sigmoid(acc[i * slots + j]), scores,
+                  e.add(e.mul(e.add(tr, 8 * i), scoreLd()), expert));
+        };
+        if (16 * (j + 1) <= E())
+          write();
+        else
+          e.ifThen(e.ult(expert, e.idx(E())), write);
+      }
   }
   e.forLoop(tid, e.idx(kTokenTile * E()), kRouteThreads,
             [&](Value i) { e.store(e.i32c(0), table, i); });
