@@ -75,3 +75,40 @@ func.func @routing_f32_ragged(%x: tensor<?x200xf32>,
       : tensor<?x6xf32>, tensor<?x6xi64>, tensor<24xi64>, tensor<24xf32>,
         tensor<?x200xf32>, tensor<25xi64>, tensor<?xi64>
 }
+
+// More experts than one router tile (Kimi-Linear has 256): the fp32 router
+// in passes of 128 experts, bf16 operands widened as they are staged.
+func.func @routing_e256(%x: tensor<?x128xbf16>, %w_router: tensor<256x128xbf16>,
+                        %bias: tensor<256xf32>)
+    -> (tensor<?x8xf32>, tensor<?x8xi64>, tensor<256xi64>, tensor<256xf32>,
+        tensor<?x128xbf16>, tensor<257xi64>, tensor<?xi64>) {
+  %w, %idx, %load, %nb = moe.route %x, %w_router, %bias
+      {routing = #moe.routing<experts = 256, top_k = 8, scaling = 2.5,
+                              balance = #moe.quantile_balance<exact>>}
+      : (tensor<?x128xbf16>, tensor<256x128xbf16>, tensor<256xf32>)
+      -> (tensor<?x8xf32>, tensor<?x8xi64>, tensor<256xi64>, tensor<256xf32>)
+  %xp, %off, %slot = moe.dispatch %x, %idx {num_experts = 256 : i64}
+      : (tensor<?x128xbf16>, tensor<?x8xi64>)
+      -> (tensor<?x128xbf16>, tensor<257xi64>, tensor<?xi64>)
+  return %w, %idx, %load, %nb, %xp, %off, %slot
+      : tensor<?x8xf32>, tensor<?x8xi64>, tensor<256xi64>, tensor<256xf32>,
+        tensor<?x128xbf16>, tensor<257xi64>, tensor<?xi64>
+}
+
+// The most experts the generated kernels take.
+func.func @routing_f32_e512(%x: tensor<?x64xf32>, %w_router: tensor<512x64xf32>,
+                            %bias: tensor<512xf32>)
+    -> (tensor<?x8xf32>, tensor<?x8xi64>, tensor<512xi64>, tensor<512xf32>,
+        tensor<?x64xf32>, tensor<513xi64>, tensor<?xi64>) {
+  %w, %idx, %load, %nb = moe.route %x, %w_router, %bias
+      {routing = #moe.routing<experts = 512, top_k = 8, scaling = 2.5,
+                              balance = #moe.quantile_balance<exact>>}
+      : (tensor<?x64xf32>, tensor<512x64xf32>, tensor<512xf32>)
+      -> (tensor<?x8xf32>, tensor<?x8xi64>, tensor<512xi64>, tensor<512xf32>)
+  %xp, %off, %slot = moe.dispatch %x, %idx {num_experts = 512 : i64}
+      : (tensor<?x64xf32>, tensor<?x8xi64>)
+      -> (tensor<?x64xf32>, tensor<513xi64>, tensor<?xi64>)
+  return %w, %idx, %load, %nb, %xp, %off, %slot
+      : tensor<?x8xf32>, tensor<?x8xi64>, tensor<512xi64>, tensor<512xf32>,
+        tensor<?x64xf32>, tensor<513xi64>, tensor<?xi64>
+}

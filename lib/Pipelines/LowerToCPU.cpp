@@ -88,6 +88,8 @@ void mlir::moe::addBufferizationPasses(OpPassManager &pm) {
   pm.addPass(bufferization::createOneShotBufferizePass(bufferizeOptions));
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addPass(createConvertBufferizationToMemRefPass());
+  // The deallocs sit at block ends: free each buffer after its last use.
+  pm.addNestedPass<func::FuncOp>(createMoEEarlyDealloc());
 }
 
 void mlir::moe::buildLowerToCPUPipeline(OpPassManager &pm,

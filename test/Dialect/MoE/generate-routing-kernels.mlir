@@ -149,7 +149,7 @@ func.func @sign_static(%x: tensor<100x32xbf16>, %wr: tensor<8x32xbf16>, %bias: t
 // REMARK: remark: route left to -moe-fuse-routing: top_k 8 is not below the expert count 8 and at most 32
 // REMARK: remark: route left to -moe-fuse-routing: the input (f16) or router weights (f16) are not f32 or bf16
 // REMARK: remark: route left to -moe-fuse-routing: the hidden size is dynamic
-// REMARK: remark: route left to -moe-fuse-routing: 256 experts, more than 128
+// REMARK: remark: route left to -moe-fuse-routing: 1024 experts, more than 512
 
 // CHECK-LABEL: func.func @declined(
 // CHECK-COUNT-4: moe.route
@@ -159,7 +159,7 @@ func.func @sign_static(%x: tensor<100x32xbf16>, %wr: tensor<8x32xbf16>, %bias: t
 func.func @declined(%x: tensor<?x64xf32>, %wr: tensor<8x64xf32>, %bias: tensor<8xf32>,
                     %h: tensor<?x64xf16>, %wh: tensor<8x64xf16>,
                     %xd: tensor<?x?xf32>, %wd: tensor<8x?xf32>,
-                    %wbig: tensor<256x64xf32>, %bbig: tensor<256xf32>)
+                    %wbig: tensor<1024x64xf32>, %bbig: tensor<1024xf32>)
     -> (tensor<?x8xi64>, tensor<?x2xi64>, tensor<?x2xi64>, tensor<?x2xi64>) {
   // expected-remark @below {{route left to -moe-fuse-routing: top_k 8 is not below the expert count 8 and at most 32}}
   %w0, %i0, %l0, %b0 = moe.route %x, %wr, %bias
@@ -179,12 +179,12 @@ func.func @declined(%x: tensor<?x64xf32>, %wr: tensor<8x64xf32>, %bias: tensor<8
                               balance = #moe.quantile_balance<exact>>}
       : (tensor<?x?xf32>, tensor<8x?xf32>, tensor<8xf32>)
       -> (tensor<?x2xf32>, tensor<?x2xi64>, tensor<8xi64>, tensor<8xf32>)
-  // expected-remark @below {{route left to -moe-fuse-routing: 256 experts, more than 128}}
+  // expected-remark @below {{route left to -moe-fuse-routing: 1024 experts, more than 512}}
   %w3, %i3, %l3, %b3 = moe.route %x, %wbig, %bbig
-      {routing = #moe.routing<experts = 256, top_k = 2, scaling = 1.0,
+      {routing = #moe.routing<experts = 1024, top_k = 2, scaling = 1.0,
                               balance = #moe.quantile_balance<exact>>}
-      : (tensor<?x64xf32>, tensor<256x64xf32>, tensor<256xf32>)
-      -> (tensor<?x2xf32>, tensor<?x2xi64>, tensor<256xi64>, tensor<256xf32>)
+      : (tensor<?x64xf32>, tensor<1024x64xf32>, tensor<1024xf32>)
+      -> (tensor<?x2xf32>, tensor<?x2xi64>, tensor<1024xi64>, tensor<1024xf32>)
   return %i0, %i1, %i2, %i3 : tensor<?x8xi64>, tensor<?x2xi64>, tensor<?x2xi64>, tensor<?x2xi64>
 }
 
@@ -223,4 +223,38 @@ func.func @dynamic_dispatch(%x: tensor<?x64xf32>, %x2: tensor<?x?xf32>,
 // CHECK-NOT: gpu.module
 func.func @no_route(%x: tensor<4xf32>) -> tensor<4xf32> {
   return %x : tensor<4xf32>
+}
+
+// -----
+
+// Kimi-Linear's 256 experts: more than one router tile takes, so even bf16
+// operands go to the fp32 router, in passes of 128 experts whose staging
+// sits beside the score tables, with an i16 position table:
+// 64 x 257 x 4 + 64 x 256 x 2 bytes of tables, the bias (1 KiB) and
+// (64 + 128) x 33 x 4 bytes of staging = 124928 bytes.
+
+// REMARK: remark: route GPU kernels: tiles of 64 tokens, router GEMM on fp32 CUDA cores in passes of 128 experts, exact QB, 1 fused dispatch
+
+// CHECK-LABEL: func.func @experts_256(
+// CHECK-DAG: %[[SMEM:.+]] = arith.constant 124928 : i32
+// CHECK: gpu.launch_func @moe_routing_kernels::@route0_route {{.*}} dynamic_shared_memory_size %[[SMEM]]
+// CHECK: gpu.func @route0_route
+// CHECK: memref.view {{.*}} to memref<16384xi16, #gpu.address_space<workgroup>>
+// CHECK: %[[STAGE:.+]] = arith.constant 99584 : index
+// CHECK: memref.view %{{.*}}[%[[STAGE]]][] {{.*}} to memref<2112xf32, #gpu.address_space<workgroup>>
+// CHECK-COUNT-2: math.fma
+
+func.func @experts_256(%x: tensor<?x128xbf16>, %wr: tensor<256x128xbf16>,
+                       %bias: tensor<256xf32>)
+    -> (tensor<?x8xi64>, tensor<?x128xbf16>) {
+  // expected-remark @below {{route GPU kernels: tiles of 64 tokens, router GEMM on fp32 CUDA cores in passes of 128 experts, exact QB, 1 fused dispatch}}
+  %w, %idx, %load, %nb = moe.route %x, %wr, %bias
+      {routing = #moe.routing<experts = 256, top_k = 8, scaling = 2.5,
+                              balance = #moe.quantile_balance<exact>>}
+      : (tensor<?x128xbf16>, tensor<256x128xbf16>, tensor<256xf32>)
+      -> (tensor<?x8xf32>, tensor<?x8xi64>, tensor<256xi64>, tensor<256xf32>)
+  %xp, %off, %slot = moe.dispatch %x, %idx {num_experts = 256 : i64}
+      : (tensor<?x128xbf16>, tensor<?x8xi64>)
+      -> (tensor<?x128xbf16>, tensor<257xi64>, tensor<?xi64>)
+  return %idx, %xp : tensor<?x8xi64>, tensor<?x128xbf16>
 }

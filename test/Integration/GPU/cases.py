@@ -588,6 +588,17 @@ def routing_cases():
              Input("w_router", (24, 200), Uniform(-0.1, 0.1)),
              Input("bias", (24,), Uniform(-0.1, 0.1))],
             routing_checks(6), routing_reference(6), margin=(6, 0)))
+    # More experts than one router tile: passes of 128 experts, an i16
+    # position table (256: Kimi-Linear's count, bf16; 512: the limit).
+    for entry, d, E, Ns in (("routing_e256", 128, 256, (1, 200)),
+                            ("routing_f32_e512", 64, 512, (1, 100))):
+        for N in Ns:
+            cases.append(KernelCase(
+                f"routing/{entry}/N{N}", "routing", entry,
+                [Input("x", (N, d), Uniform(-1, 1)),
+                 Input("w_router", (E, d), Uniform(-0.3, 0.3)),
+                 Input("bias", (E,), Uniform(-0.1, 0.1))],
+                routing_checks(8), routing_reference(8), margin=(8, 0)))
     return cases
 
 

@@ -68,8 +68,13 @@ constexpr int64_t kScanThreads = 1024;
 constexpr int64_t kQuantileThreads = 256;
 constexpr int64_t kScatterThreads = 256;
 constexpr int64_t kScatterTokens = kScatterThreads / 32;
-/// The largest expert count taken (accumulator registers, shared tables).
-constexpr int64_t kMaxExperts = 128;
+/// The largest expert count taken (shared tables: 64 tokens' scores and
+/// positions fit in 227 KiB with an i16 position table up to 512 experts).
+constexpr int64_t kMaxExperts = 512;
+/// The largest expert count of the tensor-core router (its accumulators
+/// and staged w_router rows) and of a pass of the fp32 router, whose
+/// register tile holds 8 tokens x 8 experts per thread.
+constexpr int64_t kMaxTileExperts = 128;
 constexpr int64_t kMaxTopK = 32;
 
 enum class Balance { Exact, Histogram, Sign };
@@ -177,8 +182,17 @@ private:
   }
   int64_t stagedLd() const { return kChunk() + kPad; }
   int64_t stageElements() const { return (kTokenTile + E()) * stagedLd(); }
-  /// Sixteen-expert groups of the fp32 router tile (experts per thread).
-  int64_t expertSlots() const { return (E() + 15) / 16; }
+  /// More experts than one router tile takes: the fp32 router runs in
+  /// passes of kMaxTileExperts, its staging sits beside the score tables
+  /// (not over them: a pass writes scores while the next one stages), and
+  /// the position table is i16.
+  bool wide() const { return E() > kMaxTileExperts; }
+  /// Sixteen-expert groups of the fp32 router tile (experts per thread) in
+  /// a pass.
+  int64_t expertSlots() const {
+    return std::min<int64_t>(E(), kMaxTileExperts) / 16 +
+           (std::min<int64_t>(E(), kMaxTileExperts) % 16 != 0);
+  }
   int64_t stagingBytes() const {
     if (plan.tensorCores)
       return kStages * stageElements() * 2;
@@ -187,11 +201,21 @@ private:
   /// s [64][E + 1] f32 and the selection / position table [64][E] i32,
   /// over the staging buffers once the GEMM is done.
   int64_t scoreLd() const { return E() + 1; }
+  int64_t tableElementBytes() const { return wide() ? 2 : 4; }
   int64_t tableBytes() const {
-    return kTokenTile * scoreLd() * 4 + kTokenTile * E() * 4;
+    return kTokenTile * scoreLd() * 4 + kTokenTile * E() * tableElementBytes();
+  }
+  /// The bias [E] f32 after the tables (and after the staging it overlays
+  /// when not wide); a wide route's staging after the bias, 16-aligned.
+  int64_t biasOffset() const {
+    return wide() ? tableBytes() : std::max(stagingBytes(), tableBytes());
+  }
+  int64_t wideStagingOffset() const {
+    return (biasOffset() + E() * 4 + 15) / 16 * 16;
   }
   int64_t routeSharedBytes() const {
-    return std::max(stagingBytes(), tableBytes()) + E() * 4;
+    return wide() ? wideStagingOffset() + stagingBytes()
+                  : biasOffset() + E() * 4;
   }
 
   /// A new kernel `<prefix><suffix>` of `threads` threads, and a builder at
@@ -277,11 +301,20 @@ gpu::GPUFuncOp RoutingKernelGenerator::buildRouteKernel(TypeRange types) {
   Value t0 = e.mul(tile, kTokenTile);
 
   Value smem = e.dynamicSharedMemory();
-  int64_t biasOffset = std::max(stagingBytes(), tableBytes());
-  Value biasS = e.sharedView(smem, biasOffset, E(), f32);
+  Value biasS = e.sharedView(smem, biasOffset(), E(), f32);
   Value scores = e.sharedView(smem, 0, kTokenTile * scoreLd(), f32);
-  Value table =
-      e.sharedView(smem, kTokenTile * scoreLd() * 4, kTokenTile * E(), i32);
+  Type tableType = wide() ? b.getI16Type() : i32;
+  Value table = e.sharedView(smem, kTokenTile * scoreLd() * 4, kTokenTile * E(),
+                             tableType);
+  // The position table's entries as i32.
+  auto loadTable = [&](Value at) {
+    Value v = e.load(table, at);
+    return wide() ? arith::ExtUIOp::create(b, i32, v).getResult() : v;
+  };
+  auto storeTable = [&](Value v, Value at) {
+    e.store(wide() ? arith::TruncIOp::create(b, tableType, v).getResult() : v,
+            table, at);
+  };
   e.forLoop(tid, e.idx(E()), kRouteThreads,
             [&](Value j) { e.store(e.load(bias, j), biasS, j); });
 
@@ -406,11 +439,13 @@ gpu::GPUFuncOp RoutingKernelGenerator::buildRouteKernel(TypeRange types) {
     // (j < expertSlots()), over chunks of kF32Chunk columns of x and
     // w_router staged in shared memory (rows padded by one float: the
     // sixteen expert rows a warp reads fall in different banks).
-    int64_t ld = kF32Chunk + 1, slots = expertSlots();
+    int64_t ld = kF32Chunk + 1, maxSlots = expertSlots();
     int64_t numChunks = (D() + kF32Chunk - 1) / kF32Chunk;
     bool ragged = D() % kF32Chunk != 0;
-    Value xs = e.sharedView(smem, 0, kTokenTile * ld, f32);
-    Value ws = e.sharedView(smem, kTokenTile * ld * 4, 16 * slots * ld, f32);
+    int64_t staging = wide() ? wideStagingOffset() : 0;
+    Value xs = e.sharedView(smem, staging, kTokenTile * ld, f32);
+    Value ws = e.sharedView(smem, staging + kTokenTile * ld * 4,
+                            16 * maxSlots * ld, f32);
     Value lastRow = e.sub(tokens, e.idx(1));
     Value tr = e.div(tid, 16), tc = e.rem(tid, 16);
     auto asF32 = [&](Value v) {
@@ -437,50 +472,57 @@ gpu::GPUFuncOp RoutingKernelGenerator::buildRouteKernel(TypeRange types) {
         e.store(v, to, e.add(e.mul(row, ld), col));
       }
     };
-    SmallVector<Value> init(8 * slots, e.f32(0.0));
-    SmallVector<Value> acc = e.forLoop(
-        e.idx(0), e.idx(numChunks), 1, init, [&](Value c, ValueRange it) {
-          Value col0 = e.mul(c, kF32Chunk);
-          // Every thread is done with the previous chunk.
-          e.barrier();
-          stage(x, xs, kTokenTile, col0,
-                [&](Value r) { return e.minU(e.add(t0, r), lastRow); });
-          // Expert rows past E repeat row E - 1; their sums are dropped.
-          stage(w, ws, 16 * slots, col0,
-                [&](Value r) { return e.minU(r, e.idx(E() - 1)); });
-          e.barrier();
-          SmallVector<Value> next(it);
-          for (int64_t k = 0; k < kF32Chunk; ++k) {
-            SmallVector<Value> xv, wv;
-            for (int64_t i = 0; i < 8; ++i)
-              xv.push_back(e.load(xs, e.add(e.mul(e.add(tr, 8 * i), ld), k)));
-            for (int64_t j = 0; j < slots; ++j)
-              wv.push_back(
-                  e.load(ws, e.add(e.mul(e.add(tc, 16 * j), ld), k)));
-            for (int64_t i = 0; i < 8; ++i)
+    // One pass per kMaxTileExperts experts (one pass unless wide).
+    for (int64_t e0 = 0; e0 < E(); e0 += kMaxTileExperts) {
+      int64_t passExperts = std::min(kMaxTileExperts, E() - e0);
+      int64_t slots = (passExperts + 15) / 16;
+      SmallVector<Value> init(8 * slots, e.f32(0.0));
+      SmallVector<Value> acc = e.forLoop(
+          e.idx(0), e.idx(numChunks), 1, init, [&](Value c, ValueRange it) {
+            Value col0 = e.mul(c, kF32Chunk);
+            // Every thread is done with the previous chunk.
+            e.barrier();
+            stage(x, xs, kTokenTile, col0,
+                  [&](Value r) { return e.minU(e.add(t0, r), lastRow); });
+            // Expert rows past E repeat row E - 1; their sums are dropped.
+            stage(w, ws, 16 * slots, col0, [&](Value r) {
+              return e.minU(e.add(r, e0), e.idx(E() - 1));
+            });
+            e.barrier();
+            SmallVector<Value> next(it);
+            for (int64_t k = 0; k < kF32Chunk; ++k) {
+              SmallVector<Value> xv, wv;
+              for (int64_t i = 0; i < 8; ++i)
+                xv.push_back(e.load(xs, e.add(e.mul(e.add(tr, 8 * i), ld), k)));
               for (int64_t j = 0; j < slots; ++j)
-                next[i * slots + j] =
-                    math::FmaOp::create(b, xv[i], wv[j], next[i * slots + j]);
-          }
-          return next;
-        });
-    // The score table overlays the staging buffers.
-    e.barrier();
-    for (int64_t i = 0; i < 8; ++i)
-      for (int64_t j = 0; j < slots; ++j) {
-        Value expert = e.add(tc, 16 * j);
-        auto write = [&] {
-          e.store(e.sigmoid(acc[i * slots + j]), scores,
-                  e.add(e.mul(e.add(tr, 8 * i), scoreLd()), expert));
-        };
-        if (16 * (j + 1) <= E())
-          write();
-        else
-          e.ifThen(e.ult(expert, e.idx(E())), write);
-      }
+                wv.push_back(
+                    e.load(ws, e.add(e.mul(e.add(tc, 16 * j), ld), k)));
+              for (int64_t i = 0; i < 8; ++i)
+                for (int64_t j = 0; j < slots; ++j)
+                  next[i * slots + j] =
+                      math::FmaOp::create(b, xv[i], wv[j], next[i * slots + j]);
+            }
+            return next;
+          });
+      // Unless wide, the score table overlays the staging buffers.
+      if (!wide())
+        e.barrier();
+      for (int64_t i = 0; i < 8; ++i)
+        for (int64_t j = 0; j < slots; ++j) {
+          Value expert = e.add(tc, e0 + 16 * j);
+          auto write = [&] {
+            e.store(e.sigmoid(acc[i * slots + j]), scores,
+                    e.add(e.mul(e.add(tr, 8 * i), scoreLd()), expert));
+          };
+          if (e0 + 16 * (j + 1) <= E())
+            write();
+          else
+            e.ifThen(e.ult(expert, e.idx(E())), write);
+        }
+    }
   }
   e.forLoop(tid, e.idx(kTokenTile * E()), kRouteThreads,
-            [&](Value i) { e.store(e.i32c(0), table, i); });
+            [&](Value i) { storeTable(e.i32c(0), i); });
   e.barrier();
 
   // Every thread ranks the experts of token tid % 64 (threads 64..127
@@ -546,7 +588,7 @@ gpu::GPUFuncOp RoutingKernelGenerator::buildRouteKernel(TypeRange types) {
       else if (indexType.getIntOrFloatBitWidth() < 32)
         id = arith::TruncIOp::create(b, indexType, id);
       e.store(id, indices, {n, e.idx(i)});
-      e.store(e.i32c(1), table, e.add(e.mul(t, E()), ids[i]));
+      storeTable(e.i32c(1), e.add(e.mul(t, E()), ids[i]));
     }
   });
   e.barrier();
@@ -558,8 +600,8 @@ gpu::GPUFuncOp RoutingKernelGenerator::buildRouteKernel(TypeRange types) {
         e.forLoop(e.idx(0), e.idx(kTokenTile), 1, ValueRange{e.i32c(0)},
                   [&](Value tt, ValueRange it) {
                     Value at = e.add(e.mul(tt, E()), j);
-                    Value hit = e.load(table, at);
-                    e.store(it[0], table, at);
+                    Value hit = loadTable(at);
+                    storeTable(it[0], at);
                     return SmallVector<Value>{
                         arith::AddIOp::create(b, it[0], hit).getResult()};
                   })[0];
@@ -568,7 +610,7 @@ gpu::GPUFuncOp RoutingKernelGenerator::buildRouteKernel(TypeRange types) {
   e.barrier();
   e.ifThen(writer, [&] {
     for (int64_t i = 0; i < K(); ++i)
-      e.store(e.load(table, e.add(e.mul(t, E()), ids[i])), slotPos,
+      e.store(loadTable(e.add(e.mul(t, E()), ids[i])), slotPos,
               e.add(e.mul(n, K()), i));
   });
 
@@ -1224,7 +1266,7 @@ static std::string declineReason(RouteOp op, RoutePlan &plan) {
   }
   plan.tensorCores = xType.getElementType().isBF16() &&
                      wType.getElementType().isBF16() && plan.hidden % 16 == 0 &&
-                     plan.experts % 8 == 0;
+                     plan.experts % 8 == 0 && plan.experts <= kMaxTileExperts;
   return "";
 }
 
@@ -1273,6 +1315,11 @@ void MoEGenerateRoutingKernelsPass::runOnOperation() {
                     << (plan.tensorCores ? "tensor cores (bf16 mma.sync, fp32 "
                                            "accumulators)"
                                          : "fp32 CUDA cores")
+                    << (plan.tensorCores || plan.experts <= kMaxTileExperts
+                            ? ""
+                            : llvm::formatv(" in passes of {0} experts",
+                                            kMaxTileExperts)
+                                  .str())
                     << ", "
                     << (plan.balance == Balance::Exact       ? "exact QB"
                         : plan.balance == Balance::Histogram ? "histogram QB"

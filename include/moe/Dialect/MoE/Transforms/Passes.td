@@ -856,6 +856,30 @@ def MoEInsertShapeChecks : Pass<"moe-insert-shape-checks", "::mlir::ModuleOp"> {
   ];
 }
 
+def MoEEarlyDealloc : Pass<"moe-early-dealloc", "::mlir::func::FuncOp"> {
+  let summary = "Free each buffer right after its last use instead of at the end of its block";
+  let description = [{
+    Runs on bufferized code after the buffer deallocation pipeline, whose
+    `memref.dealloc` ops sit at the end of the block that allocated the
+    buffer (ownership-based deallocation frees at block ends). A model's
+    forward is mostly one block, so every activation of every layer would
+    stay allocated until the function returns: the peak memory is the sum
+    of all buffers. This pass moves each `memref.dealloc` of a
+    `memref.alloc` of the same block up to just after the last op of the
+    block that uses the buffer or any of its views (the aliases of
+    `BufferViewFlowAnalysis`: subviews, reshapes, casts, loop-carried
+    values), so that the allocator can reuse the memory for later buffers:
+    liveness-based reuse. With the GPU back end's stream-ordered
+    allocations the release is ordered after the kernels that read it.
+
+    A dealloc stays where it is when an alias of its buffer is used by an
+    op that turns it into something the analysis cannot follow (a pointer
+    as an index, a conversion cast, a call), or when its operand is not a
+    `memref.alloc` of the same block.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
 def MoEAsyncGPUStream : Pass<"moe-async-gpu-stream", "::mlir::func::FuncOp"> {
   let summary = "Run a function's GPU work asynchronously, in program order, on one stream";
   let description = [{
