@@ -60,6 +60,13 @@ for _stubs in ("lib64/stubs", "lib/stubs"):
         config.substitutions.append(("%cuda_driver_stub", _stub))
         break
 
+# `fake-cuda-driver`: test/tools/fake-cuda-driver's libcuda.so.1 (no kernels
+# run), for the host side of cuda executables on machines without a GPU.
+_fake_cuda = os.path.join(config.moe_obj_root, "lib", "fake-cuda")
+if os.path.exists(os.path.join(_fake_cuda, "libcuda.so.1")):
+    config.available_features.add("fake-cuda-driver")
+    config.substitutions.append(("%fake_cuda_dir", _fake_cuda))
+
 # `cuda-device`: a CUDA GPU is visible (nvidia-smi lists one). Tests that run
 # on the GPU say `REQUIRES: cuda-device` and are UNSUPPORTED without it.
 def _has_cuda_device():

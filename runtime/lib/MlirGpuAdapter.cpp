@@ -61,6 +61,27 @@ struct BufferPool {
   }
 };
 
+/// Where a CUDA graph capture of one call of compiled code stands
+/// (moertMlirGraphCaptureBegin .. moertMlirGraphCaptureEnd).
+enum class CaptureStage {
+  Off,       // no capture: every call runs
+  Armed,     // the next mgpuStreamCreate starts capturing its stream
+  Capturing, // the captured stream's work becomes the graph's
+  Captured,  // the captured stream was synchronized: the graph is complete
+  Failed,    // the capture failed (`failure` says why): work is skipped
+};
+
+/// The capture of a call and the graph it made.
+struct GraphState {
+  CaptureStage stage = CaptureStage::Off;
+  std::string failure;
+  CUstream stream = nullptr; // the captured stream
+  CUgraph graph = nullptr;
+  CUgraphExec exec = nullptr;
+  size_t nodes = 0;
+  CUstream launchStream = nullptr; // where moertMlirGraphLaunch runs it
+};
+
 /// Process-wide adapter state: the ABI passes no context.
 struct AdapterState {
   std::mutex mutex;
@@ -87,6 +108,10 @@ struct AdapterState {
   std::vector<double> lastTimes;
   /// The dynamic shared memory each kernel has been allowed so far.
   std::unordered_map<void *, int32_t> sharedLimits;
+  /// Host waits for a stream (mgpuStreamSynchronize, and releases of
+  /// host-shared buffers) outside captures.
+  uint64_t streamSyncs = 0;
+  GraphState capture;
 };
 
 AdapterState &state() {
@@ -111,6 +136,95 @@ void recordFailure(const char *call, CUresult result,
     s.error += " (" + detail + ")";
 }
 
+std::string resultName(CUresult result) {
+  const char *name = nullptr;
+  if (cuGetErrorName(result, &name) != CUDA_SUCCESS || !name)
+    name = "unknown CUresult";
+  return name;
+}
+
+CaptureStage captureStage() {
+  AdapterState &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return s.capture.stage;
+}
+
+/// Fails the capture under way, if any, for `why` (the first reason is
+/// kept). A stream still capturing stops, so that it runs work again; the
+/// partial graph is dropped. From here on the captured call's GPU work is
+/// skipped (its results are not used).
+void failCapture(const std::string &why) {
+  AdapterState &s = state();
+  CUstream capturing = nullptr;
+  CUgraph graph = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    GraphState &c = s.capture;
+    if (c.stage == CaptureStage::Off)
+      return;
+    if (c.failure.empty())
+      c.failure = why;
+    if (c.stage == CaptureStage::Capturing)
+      capturing = c.stream;
+    graph = c.graph;
+    c.graph = nullptr;
+    c.stage = CaptureStage::Failed;
+  }
+  if (capturing) {
+    // An invalidated capture ends with an error and no graph.
+    CUgraph partial = nullptr;
+    if (cuStreamEndCapture(capturing, &partial) == CUDA_SUCCESS && partial)
+      cuGraphDestroy(partial);
+  }
+  if (graph)
+    cuGraphDestroy(graph);
+}
+
+/// A failed driver call: the capture's failure while capturing (the call
+/// runs again uncaptured), else the adapter's.
+void reportFailure(const char *call, CUresult result) {
+  if (captureStage() == CaptureStage::Capturing) {
+    failCapture(std::string(call) +
+                " failed while capturing: " + resultName(result));
+    return;
+  }
+  recordFailure(call, result);
+}
+
+/// Whether a GPU call (`call`, on `stream`) of compiled code runs: always
+/// outside captures; while capturing, on the captured stream only. Any
+/// other call in a capture fails it (the graph would miss that work) and
+/// is skipped.
+bool runsWork(const char *call, CUstream stream) {
+  std::string why;
+  {
+    AdapterState &s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    GraphState &c = s.capture;
+    switch (c.stage) {
+    case CaptureStage::Off:
+      return true;
+    case CaptureStage::Failed:
+      return false;
+    case CaptureStage::Capturing:
+      if (stream == c.stream)
+        return true;
+      why = std::string(call) + " on a stream other than the captured one";
+      break;
+    case CaptureStage::Armed:
+      why = std::string(call) + " before the compiled code created a stream";
+      break;
+    case CaptureStage::Captured:
+      why = std::string(call) +
+            " after the compiled code synchronized its stream (a graph "
+            "would hold only the part of the call before that wait)";
+      break;
+    }
+  }
+  failCapture(why);
+  return false;
+}
+
 bool failed() {
   AdapterState &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
@@ -121,7 +235,7 @@ bool failed() {
   do {                                                                         \
     CUresult result_ = (expr);                                                 \
     if (result_ != CUDA_SUCCESS) {                                             \
-      recordFailure(#expr, result_);                                           \
+      reportFailure(#expr, result_);                                           \
       return __VA_ARGS__;                                                      \
     }                                                                          \
   } while (false)
@@ -366,6 +480,8 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
     return; // An empty grid (e.g. batch 0) launches nothing.
   auto kernel = static_cast<CUfunction>(function);
   auto cuStream = static_cast<CUstream>(stream);
+  if (!runsWork("mgpuLaunchKernel", cuStream))
+    return;
   AdapterState &s = state();
   // More than 48 KiB of shared memory in all (the kernel's static shared
   // memory, as small as the 16-byte anchor that MLIR declares for the
@@ -395,8 +511,9 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
   }
   bool timing;
   {
+    // No timing events in a graph.
     std::lock_guard<std::mutex> lock(s.mutex);
-    timing = s.timing;
+    timing = s.timing && s.capture.stage == CaptureStage::Off;
   }
   CUevent start = nullptr, stop = nullptr;
   if (timing) {
@@ -480,30 +597,210 @@ void moertMlirReleaseCachedBuffers(void) {
   MOERT_MLIR_CHECK(cuMemPoolTrimTo(pool, 0));
 }
 
+//===----------------------------------------------------------------------===//
+// CUDA graphs of a whole call
+//===----------------------------------------------------------------------===//
+
+int moertMlirGraphCaptureBegin(void) {
+  if (!ensureContext())
+    return -1;
+  AdapterState &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  GraphState &c = s.capture;
+  c.failure.clear();
+  if (c.stage != CaptureStage::Off || c.exec) {
+    c.failure = c.exec ? "a graph is held already (moertMlirGraphDestroy)"
+                       : "a capture is under way already";
+    return -1;
+  }
+  c.stage = CaptureStage::Armed;
+  c.stream = nullptr;
+  c.nodes = 0;
+  return 0;
+}
+
+long long moertMlirGraphCaptureEnd(void) {
+  AdapterState &s = state();
+  CaptureStage stage = captureStage();
+  if (stage == CaptureStage::Armed)
+    failCapture("the call created no stream (it queued no GPU work)");
+  else if (stage == CaptureStage::Capturing)
+    failCapture("the call returned without synchronizing its stream");
+  CUgraph graph = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    GraphState &c = s.capture;
+    if (c.stage == CaptureStage::Off)
+      c.failure = "no capture was begun";
+    graph = c.graph;
+    c.graph = nullptr;
+    c.stream = nullptr;
+    c.stage = CaptureStage::Off;
+    if (!graph)
+      return -1;
+  }
+  auto fail = [&](const char *call, CUresult result) -> long long {
+    cuGraphDestroy(graph);
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.capture.failure = std::string(call) + " failed: " + resultName(result);
+    return -1;
+  };
+  size_t nodes = 0;
+  CUresult result = cuGraphGetNodes(graph, nullptr, &nodes);
+  if (result != CUDA_SUCCESS)
+    return fail("cuGraphGetNodes", result);
+  // Buffers the call allocates and does not free are freed before the
+  // next replay.
+  CUgraphExec exec = nullptr;
+  result = cuGraphInstantiate(&exec, graph,
+                              CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH);
+  if (result != CUDA_SUCCESS)
+    return fail("cuGraphInstantiate", result);
+  CUstream launchStream = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    launchStream = s.capture.launchStream;
+  }
+  if (!launchStream) {
+    result = cuStreamCreate(&launchStream, CU_STREAM_DEFAULT);
+    if (result != CUDA_SUCCESS) {
+      cuGraphExecDestroy(exec);
+      return fail("cuStreamCreate", result);
+    }
+  }
+  std::lock_guard<std::mutex> lock(s.mutex);
+  GraphState &c = s.capture;
+  c.graph = graph;
+  c.exec = exec;
+  c.nodes = nodes;
+  c.launchStream = launchStream;
+  return static_cast<long long>(nodes);
+}
+
+const char *moertMlirGraphFailure(void) {
+  AdapterState &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return s.capture.failure.c_str();
+}
+
+int moertMlirGraphLaunch(void) {
+  if (!ensureContext())
+    return -1;
+  AdapterState &s = state();
+  CUgraphExec exec;
+  CUstream stream;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    exec = s.capture.exec;
+    stream = s.capture.launchStream;
+  }
+  if (!exec) {
+    recordFailure("moertMlirGraphLaunch (no graph captured)",
+                  CUDA_ERROR_INVALID_HANDLE);
+    return -1;
+  }
+  MOERT_MLIR_CHECK(cuGraphLaunch(exec, stream), -1);
+  MOERT_MLIR_CHECK(cuStreamSynchronize(stream), -1);
+  return 0;
+}
+
+void moertMlirGraphDestroy(void) {
+  AdapterState &s = state();
+  CUgraphExec exec;
+  CUgraph graph;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    exec = s.capture.exec;
+    graph = s.capture.graph;
+    s.capture.exec = nullptr;
+    s.capture.graph = nullptr;
+    s.capture.nodes = 0;
+  }
+  if (exec)
+    MOERT_MLIR_CHECK(cuGraphExecDestroy(exec));
+  if (graph)
+    MOERT_MLIR_CHECK(cuGraphDestroy(graph));
+  if (!exec || !ensureContext())
+    return;
+  // The graph's own buffers go back to the driver.
+  CUdevice device;
+  MOERT_MLIR_CHECK(cuCtxSynchronize());
+  MOERT_MLIR_CHECK(cuCtxGetDevice(&device));
+  MOERT_MLIR_CHECK(cuDeviceGraphMemTrim(device));
+}
+
+int moertMlirGraphPeakBytes(unsigned long long *bytes) {
+  if (!ensureContext())
+    return -1;
+  CUdevice device;
+  cuuint64_t high = 0;
+  MOERT_MLIR_CHECK(cuCtxGetDevice(&device), -1);
+  MOERT_MLIR_CHECK(cuDeviceGetGraphMemAttribute(
+                       device, CU_GRAPH_MEM_ATTR_USED_MEM_HIGH, &high),
+                   -1);
+  if (bytes)
+    *bytes = high;
+  return 0;
+}
+
+unsigned long long moertMlirStreamSyncCount(void) {
+  AdapterState &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return s.streamSyncs;
+}
+
 void *mgpuStreamCreate(void) {
   if (!ensureContext())
     return nullptr;
+  AdapterState &s = state();
+  CUstream stream = nullptr;
+  CaptureStage stage;
   {
-    AdapterState &s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
+    stage = s.capture.stage;
     if (!s.idleStreams.empty()) {
-      CUstream idle = s.idleStreams.back();
+      stream = s.idleStreams.back();
       s.idleStreams.pop_back();
-      return idle;
     }
   }
   // A blocking stream: it waits for the legacy default stream, where a
   // caller (PyTorch, by default) may still be writing the arguments.
-  CUstream stream = nullptr;
-  MOERT_MLIR_CHECK(cuStreamCreate(&stream, CU_STREAM_DEFAULT), nullptr);
+  if (!stream)
+    MOERT_MLIR_CHECK(cuStreamCreate(&stream, CU_STREAM_DEFAULT), nullptr);
+  if (stage == CaptureStage::Capturing)
+    failCapture("the compiled code created a second stream while capturing "
+                "(a graph captures one)");
+  else if (stage == CaptureStage::Captured)
+    failCapture("the compiled code created a stream after it synchronized "
+                "the captured one (a graph would hold only part of the call)");
+  if (stage != CaptureStage::Armed)
+    return stream;
+  // Relaxed: the call may still allocate managed memory for its results.
+  CUresult begun = cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_RELAXED);
+  if (begun != CUDA_SUCCESS) {
+    failCapture("cuStreamBeginCapture failed: " + resultName(begun));
+    return stream;
+  }
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.capture.stream = stream;
+  s.capture.stage = CaptureStage::Capturing;
   return stream;
 }
 
 void mgpuStreamDestroy(void *stream) {
   if (!stream || failed())
     return;
-  // Kept for reuse: work still queued on it runs in order either way.
   AdapterState &s = state();
+  bool capturing;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    capturing = s.capture.stage == CaptureStage::Capturing &&
+                s.capture.stream == static_cast<CUstream>(stream);
+  }
+  if (capturing)
+    failCapture("the compiled code released the captured stream without "
+                "synchronizing it");
+  // Kept for reuse: work still queued on it runs in order either way.
   std::lock_guard<std::mutex> lock(s.mutex);
   s.idleStreams.push_back(static_cast<CUstream>(stream));
 }
@@ -511,7 +808,46 @@ void mgpuStreamDestroy(void *stream) {
 void mgpuStreamSynchronize(void *stream) {
   if (failed())
     return;
-  MOERT_MLIR_CHECK(cuStreamSynchronize(static_cast<CUstream>(stream)));
+  auto cuStream = static_cast<CUstream>(stream);
+  AdapterState &s = state();
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (s.capture.stage == CaptureStage::Off)
+      ++s.streamSyncs;
+  }
+  CaptureStage stage = captureStage();
+  if (stage == CaptureStage::Capturing) {
+    bool captured;
+    {
+      std::lock_guard<std::mutex> lock(s.mutex);
+      captured = s.capture.stream == cuStream;
+    }
+    if (captured) {
+      // The call waits for its work: the capture is complete (nothing ran).
+      CUgraph graph = nullptr;
+      CUresult ended = cuStreamEndCapture(cuStream, &graph);
+      if (ended != CUDA_SUCCESS || !graph) {
+        std::string why = "cuStreamEndCapture failed: " + resultName(ended) +
+                          " (a call the capture cannot hold invalidated it)";
+        {
+          std::lock_guard<std::mutex> lock(s.mutex);
+          s.capture.stage = CaptureStage::Failed; // the stream has stopped
+          if (s.capture.failure.empty())
+            s.capture.failure = why;
+        }
+        if (graph)
+          cuGraphDestroy(graph);
+        return;
+      }
+      std::lock_guard<std::mutex> lock(s.mutex);
+      s.capture.graph = graph;
+      s.capture.stage = CaptureStage::Captured;
+      return;
+    }
+  }
+  if (!runsWork("mgpuStreamSynchronize", cuStream))
+    return;
+  MOERT_MLIR_CHECK(cuStreamSynchronize(cuStream));
 }
 
 void *mgpuMemAlloc(uint64_t sizeBytes, void *stream, bool isHostShared) {
@@ -531,9 +867,10 @@ void *mgpuMemAlloc(uint64_t sizeBytes, void *stream, bool isHostShared) {
       s.shared.sizes[shared] = size;
     }
     // Results written by kernels: populate the pages on the device now
-    // rather than by faults inside the kernels.
+    // rather than by faults inside the kernels (not in a graph: a replay
+    // finds them there).
     CUmemLocation device = {CU_MEM_LOCATION_TYPE_DEVICE, 0};
-    if (shared)
+    if (shared && captureStage() == CaptureStage::Off)
       MOERT_MLIR_CHECK(cuMemPrefetchAsync(reinterpret_cast<CUdeviceptr>(shared),
                                           sizeBytes ? sizeBytes : 1, device,
                                           /*flags=*/0,
@@ -541,10 +878,11 @@ void *mgpuMemAlloc(uint64_t sizeBytes, void *stream, bool isHostShared) {
                        nullptr);
     return shared;
   }
-  if (!ensureContext())
+  if (!ensureContext() ||
+      !runsWork("mgpuMemAlloc", static_cast<CUstream>(stream)))
     return nullptr;
   // Stream-ordered: the buffer may be memory that work queued earlier on
-  // this stream freed.
+  // this stream freed. While capturing: a graph allocation node.
   CUdeviceptr ptr = 0;
   MOERT_MLIR_CHECK(cuMemAllocAsync(&ptr, sizeBytes ? sizeBytes : 1,
                                    static_cast<CUstream>(stream)),
@@ -556,17 +894,32 @@ void mgpuMemFree(void *ptr, void *stream) {
   if (!ptr)
     return;
   AdapterState &s = state();
+  bool shared = false;
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     if (s.shared.sizes.count(ptr)) {
-      // Reused only by later work: wait for this stream's work on it.
-      if (stream)
-        cuStreamSynchronize(static_cast<CUstream>(stream));
+      if (s.capture.stage == CaptureStage::Off) {
+        // Reused only by later work: wait for this stream's work on it.
+        ++s.streamSyncs;
+        if (stream)
+          cuStreamSynchronize(static_cast<CUstream>(stream));
+        s.shared.keep(ptr);
+        return;
+      }
+      // In a capture the wait cannot be: the capture fails, so that no
+      // work on the buffer is left (its graph is dropped, the rest of the
+      // call is skipped).
+      shared = true;
       s.shared.keep(ptr);
-      return;
     }
   }
-  if (!ensureContext())
+  if (shared) {
+    failCapture("the compiled code released a host-shared buffer, which "
+                "waits for its stream, before its end");
+    return;
+  }
+  if (!ensureContext() ||
+      !runsWork("mgpuMemFree", static_cast<CUstream>(stream)))
     return;
   // A device buffer goes back to the pool once the stream's work before
   // this point is done.
@@ -575,7 +928,8 @@ void mgpuMemFree(void *ptr, void *stream) {
 }
 
 void mgpuMemcpy(void *dst, void *src, size_t sizeBytes, void *stream) {
-  if (!sizeBytes || !ensureContext())
+  if (!sizeBytes || !ensureContext() ||
+      !runsWork("mgpuMemcpy", static_cast<CUstream>(stream)))
     return;
   MOERT_MLIR_CHECK(cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dst),
                                  reinterpret_cast<CUdeviceptr>(src), sizeBytes,
@@ -583,14 +937,16 @@ void mgpuMemcpy(void *dst, void *src, size_t sizeBytes, void *stream) {
 }
 
 void mgpuMemset32(void *dst, unsigned int value, size_t count, void *stream) {
-  if (!count || !ensureContext())
+  if (!count || !ensureContext() ||
+      !runsWork("mgpuMemset32", static_cast<CUstream>(stream)))
     return;
   MOERT_MLIR_CHECK(cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(dst), value,
                                     count, static_cast<CUstream>(stream)));
 }
 
 void mgpuMemset16(void *dst, unsigned short value, size_t count, void *stream) {
-  if (!count || !ensureContext())
+  if (!count || !ensureContext() ||
+      !runsWork("mgpuMemset16", static_cast<CUstream>(stream)))
     return;
   MOERT_MLIR_CHECK(cuMemsetD16Async(reinterpret_cast<CUdeviceptr>(dst), value,
                                     count, static_cast<CUstream>(stream)));

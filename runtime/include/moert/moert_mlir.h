@@ -75,6 +75,44 @@ double moertMlirKernelMilliseconds(void);
 /// (at most `capacity` of them, in launch order); returns their count.
 int moertMlirLastKernelTimes(double *milliseconds, int capacity);
 
+/// CUDA graphs of one call of compiled code (docs/Runtime.md). After
+/// moertMlirGraphCaptureBegin, the next stream the compiled code creates is
+/// captured (nothing runs) until the code synchronizes it: its kernels,
+/// copies, fills and stream-ordered allocations (graph memory nodes) become
+/// a graph. The call must queue all its GPU work on that one stream and
+/// wait for it once, at its end; anything else (a second stream, work after
+/// the wait, a release of a host-shared buffer, a call the capture cannot
+/// hold) fails the capture, and the rest of the call's GPU work is skipped:
+/// its results are garbage, and the caller runs it again uncaptured. The
+/// host-shared buffers the captured call returns are the graph's: each
+/// replay writes them again, so keep them while the graph lives.
+/// Returns 0, or -1 (moertMlirGraphFailure says why).
+int moertMlirGraphCaptureBegin(void);
+
+/// Ends the capture once the captured call has returned and instantiates
+/// the graph. Returns its node count, or -1 when the capture failed
+/// (moertMlirGraphFailure says why; the adapter's error is not set).
+long long moertMlirGraphCaptureEnd(void);
+
+/// Why the last capture failed ("" if it did not).
+const char *moertMlirGraphFailure(void);
+
+/// Launches the captured graph and waits for it. Returns 0, or -1 after a
+/// failure (recorded: moertMlirGetError).
+int moertMlirGraphLaunch(void);
+
+/// Releases the graph and its graph memory.
+void moertMlirGraphDestroy(void);
+
+/// The most memory the graph's allocation nodes held at once (beside
+/// moertMlirPeakBytes' stream-ordered pool). Returns 0, or -1 (recorded).
+int moertMlirGraphPeakBytes(unsigned long long *bytes);
+
+/// How often the host has waited for a stream (mgpuStreamSynchronize and
+/// releases of host-shared buffers) outside captures: a call that waits
+/// more than once reads its results mid-way and cannot be a graph.
+unsigned long long moertMlirStreamSyncCount(void);
+
 #ifdef __cplusplus
 }
 #endif

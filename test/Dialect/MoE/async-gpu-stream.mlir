@@ -94,3 +94,116 @@ func.func @no_gpu(%m: memref<4xf32>) -> f32 {
   %v = memref.load %m[%c0] : memref<4xf32>
   return %v : f32
 }
+
+// -----
+
+// A host `scf.if` that only guards launches (a generator's "the grid is
+// empty without rows") costs the stream no wait: its ops move out, and each
+// launch's grid x size is the condition's select of it and 0. The function
+// waits once, before it returns.
+
+// CHECK-LABEL: func.func @guarded_launches
+// CHECK-SAME:  (%[[A:.*]]: memref<?xf32>)
+// CHECK-NOT:  scf.if
+// CHECK:      %[[T0:.*]] = gpu.wait async
+// CHECK-NEXT: %[[B:.*]], %[[T1:.*]] = gpu.alloc async [%[[T0]]]
+// CHECK-NEXT: %[[C:.*]] = arith.cmpi ult
+// CHECK-NOT:  gpu.wait
+// CHECK:      %[[GX:.*]] = arith.divui
+// CHECK:      %[[ZERO:.*]] = arith.constant 0 : index
+// CHECK-NEXT: %[[G1:.*]] = arith.select %[[C]], %[[GX]], %[[ZERO]] : index
+// CHECK-NEXT: %[[T2:.*]] = gpu.launch_func async [%[[T1]]] @kernels::@copy blocks in (%[[G1]], %{{.*}}, %{{.*}})
+// CHECK:      %[[ZERO32:.*]] = arith.constant 0 : i32
+// CHECK-NEXT: %[[G2:.*]] = arith.select %[[C]], %{{.*}}, %[[ZERO32]] : i32
+// CHECK-NEXT: %[[T3:.*]] = gpu.launch_func async [%[[T2]]] @kernels::@scale blocks in (%[[G2]], %{{.*}}, %{{.*}})
+// CHECK-NEXT: %[[T4:.*]] = gpu.dealloc async [%[[T3]]] %[[B]]
+// CHECK-NEXT: gpu.wait [%[[T4]]]
+// CHECK-NEXT: return
+// CHECK-NOT:  gpu.wait
+// CHECK-NOT:  memref.load
+module attributes {gpu.container_module} {
+  gpu.module @kernels {
+    gpu.func @copy(%a: memref<?xf32>, %b: memref<?xf32>, %n: index) kernel {
+      gpu.return
+    }
+    gpu.func @scale(%b: memref<?xf32>, %n: i32) kernel {
+      gpu.return
+    }
+  }
+  func.func @guarded_launches(%a: memref<?xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c127 = arith.constant 127 : index
+    %c128 = arith.constant 128 : index
+    %one = arith.constant 1 : i32
+    %rows = memref.dim %a, %c0 : memref<?xf32>
+    %b = gpu.alloc (%rows) : memref<?xf32>
+    %nonempty = arith.cmpi ult, %c0, %rows : index
+    scf.if %nonempty {
+      %sum = arith.addi %rows, %c127 : index
+      %gx = arith.divui %sum, %c128 : index
+      gpu.launch_func @kernels::@copy blocks in (%gx, %c1, %c1)
+          threads in (%c128, %c1, %c1) args(%a : memref<?xf32>, %b : memref<?xf32>, %rows : index)
+      %rows32 = arith.index_cast %rows : index to i32
+      gpu.launch_func @kernels::@scale blocks in (%rows32, %one, %one)
+          threads in (%one, %one, %one) : i32 args(%b : memref<?xf32>, %rows32 : i32)
+    }
+    gpu.dealloc %b : memref<?xf32>
+    return
+  }
+}
+
+// -----
+
+// Guards that are more than that stay, and the host waits before them: one
+// whose grid divides by a size that may be 0 (not speculatable), one that
+// writes memory on the host, one with an else branch.
+
+// CHECK-LABEL: func.func @real_branches
+// CHECK:      gpu.launch_func async
+// CHECK-NEXT: gpu.wait [%{{.*}}]
+// CHECK-NEXT: scf.if
+// CHECK-NEXT:   arith.divui
+// CHECK:        gpu.launch_func async
+// CHECK-NEXT:   gpu.wait [%{{.*}}]
+// CHECK-NEXT: }
+// CHECK-NEXT: scf.if
+// CHECK-NEXT:   memref.store
+// CHECK:      scf.if
+// CHECK:      } else {
+// CHECK:      }
+// CHECK-NEXT: return
+module attributes {gpu.container_module} {
+  gpu.module @kernels {
+    gpu.func @scale(%b: memref<?xf32>, %n: index) kernel {
+      gpu.return
+    }
+  }
+  func.func @real_branches(%b: memref<?xf32>, %h: memref<1xf32>, %d: index) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %f = arith.constant 1.0 : f32
+    %rows = memref.dim %b, %c0 : memref<?xf32>
+    %nonempty = arith.cmpi ult, %c0, %rows : index
+    gpu.launch_func @kernels::@scale blocks in (%c1, %c1, %c1)
+        threads in (%c1, %c1, %c1) args(%b : memref<?xf32>, %rows : index)
+    scf.if %nonempty {
+      %gx = arith.divui %rows, %d : index
+      gpu.launch_func @kernels::@scale blocks in (%gx, %c1, %c1)
+          threads in (%c1, %c1, %c1) args(%b : memref<?xf32>, %rows : index)
+    }
+    scf.if %nonempty {
+      memref.store %f, %h[%c0] : memref<1xf32>
+      gpu.launch_func @kernels::@scale blocks in (%c1, %c1, %c1)
+          threads in (%c1, %c1, %c1) args(%b : memref<?xf32>, %rows : index)
+    }
+    scf.if %nonempty {
+      gpu.launch_func @kernels::@scale blocks in (%c1, %c1, %c1)
+          threads in (%c1, %c1, %c1) args(%b : memref<?xf32>, %rows : index)
+    } else {
+      gpu.launch_func @kernels::@scale blocks in (%c1, %c1, %c1)
+          threads in (%c1, %c1, %c1) args(%b : memref<?xf32>, %rows : index)
+    }
+    return
+  }
+}

@@ -928,10 +928,17 @@ class ModelCase:
 
     kind = "model"
 
-    def __init__(self, name, executable, batch, seq_len, seed, timeout=180):
+    def __init__(self, name, executable, batch, seq_len, seed, timeout=180,
+                 graph=False):
         self.name, self.executable = name, executable
         self.batch, self.seq_len, self.seed = batch, seq_len, seed
         self.timeout = timeout
+        # With the forward captured as a CUDA graph after the first run and
+        # replayed for the later ones: the executable fails unless every
+        # replay's loss equals the first (uncaptured) run's bit for bit, and
+        # the case fails unless it says the graph replayed.
+        self.graph = graph
+        self.extra_args = ["--repeat=4", "--cuda-graph"] if graph else []
 
 
 MODEL = "examples/models/kimi-tiny.mlir"
@@ -954,9 +961,17 @@ MODEL_CONFIGS = {
 }
 
 
+# model-cuda's forward replayed as a CUDA graph (--cuda-graph): one KDA
+# chunk, and eight.
+MODEL_GRAPH_CONFIGS = [(2, 64, 0), (1, 512, 1)]
+
+
 def model_cases():
-    return [ModelCase(f"model/{exe}/B{b}_T{t}_seed{s}", exe, b, t, s)
-            for exe, configs in MODEL_CONFIGS.items() for b, t, s in configs]
+    return ([ModelCase(f"model/{exe}/B{b}_T{t}_seed{s}", exe, b, t, s)
+             for exe, configs in MODEL_CONFIGS.items() for b, t, s in configs]
+            + [ModelCase(f"model/model-cuda-graph/B{b}_T{t}_seed{s}", "model-cuda",
+                         b, t, s, graph=True)
+               for b, t, s in MODEL_GRAPH_CONFIGS])
 
 
 class ProgramCase:

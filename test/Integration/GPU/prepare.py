@@ -400,7 +400,8 @@ class Prepare:
             entries.append({"name": case.name, "kind": "model", "timeout": case.timeout,
                             "executable": f"models/{case.executable}",
                             "args": [f"--batch={case.batch}", f"--seq-len={case.seq_len}",
-                                     f"--seed={case.seed}"],
+                                     f"--seed={case.seed}", *case.extra_args],
+                            "graph": case.graph,
                             "cpu_loss": cpu_loss, "fp64_loss": ref_loss,
                             "routing_margin": margin, "tol": table.LOSS.to_json()})
             print(f"prepared {case.name}: cpu loss {cpu_loss:.7f}, fp64 {ref_loss:.7f}",
@@ -471,7 +472,8 @@ def describe(case):
         shape = "x".join(map(str, case.inputs[0].shape))
         return f"{case.name}  [{case.library}: @{case.entry}, {shape}; {', '.join(bars)}]"
     if case.kind == "model":
-        return f"{case.name}  [loss rtol {table.LOSS.rtol:g}]"
+        graph = ", CUDA graph replays bit-identical" if case.graph else ""
+        return f"{case.name}  [loss rtol {table.LOSS.rtol:g}{graph}]"
     return f"{case.name}  [{case.program}]"
 
 

@@ -461,6 +461,19 @@ class Runner:
             checks.append({"name": "peak_memory", "against": "parameters", "kind": "exact",
                            "bar": 0, "error": 0.0 if ok_peak else 1.0, "ok": ok_peak,
                            "detail": peak.group(0) if peak else "no peak memory line"})
+            if case.get("graph"):
+                # The executable compared every replay's loss with the first
+                # run's, bit for bit (it exits 1 otherwise): here, that the
+                # forward was replayed as a graph rather than run uncaptured.
+                replayed = re.search(r"^forward replayed as a CUDA graph of (\d+) nodes.*$",
+                                     r.stderr, re.M)
+                fallback = re.search(r"^warning: the forward pass is not replayed.*$",
+                                     r.stderr, re.M)
+                ok_graph = bool(replayed and int(replayed.group(1)) > 0 and not fallback)
+                checks.append({"name": "cuda_graph", "against": "first run", "kind": "exact",
+                               "bar": 0, "error": 0.0 if ok_graph else 1.0, "ok": ok_graph,
+                               "detail": (fallback or replayed).group(0)
+                               if (fallback or replayed) else "no CUDA graph line"})
         ok = all(c["ok"] for c in checks)
         text = f"loss {gpu:.6f} (cpu {case['cpu_loss']:.6f}): " + self.kernel_line(checks)
         self.report(case, "PASS" if ok else "FAIL", text, checks, time.time() - t0,

@@ -399,6 +399,63 @@ T *sharedCopy(const std::vector<T> &values) {
 } // namespace
 #endif
 
+#ifdef MOE_MODEL_MAIN_CUDA
+namespace {
+/// The forward pass captured as a CUDA graph.
+struct CapturedForward {
+  bool ready = false;
+  std::string why; // why not, when not ready
+  long long nodes = 0;
+  double seconds = 0;
+  /// The captured call's result: each replay writes the loss there.
+  MemRef0<float> loss = {nullptr, nullptr, 0};
+};
+
+/// Captures one call of the forward pass (after a first, ordinary run that
+/// waited for its stream `syncs` times). The call runs nothing; the graph
+/// does, at each moertMlirGraphLaunch.
+CapturedForward captureForward(MemRef<float, 1> &params,
+                               MemRef<int32_t, 2> &tokens,
+                               MemRef<int32_t, 2> &labels,
+                               unsigned long long syncs) {
+  CapturedForward captured;
+  if (syncs != 1) {
+    captured.why = "the first run waited for its stream " +
+                   std::to_string(syncs) +
+                   " times (before host code that reads memory or branches); "
+                   "a graph needs the one wait at the end";
+    return captured;
+  }
+  if (moertMlirGraphCaptureBegin() != 0) {
+    captured.why = moertMlirGraphFailure();
+    return captured;
+  }
+  auto start = std::chrono::steady_clock::now();
+  _mlir_ciface_moe_model_forward(&captured.loss, &params, &tokens, &labels);
+  long long nodes = moertMlirGraphCaptureEnd();
+  auto stop = std::chrono::steady_clock::now();
+  // A failed capture is not a CUDA failure; a recorded one is.
+  checkDevice("while capturing the forward pass as a CUDA graph");
+  if (nodes < 0) {
+    captured.why = moertMlirGraphFailure();
+    releaseResult(captured.loss.allocated);
+    captured.loss = {nullptr, nullptr, 0};
+    return captured;
+  }
+  captured.ready = true;
+  captured.nodes = nodes;
+  captured.seconds = std::chrono::duration<double>(stop - start).count();
+  return captured;
+}
+
+uint32_t floatBits(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  return bits;
+}
+} // namespace
+#endif
+
 void moe_driver::freeBuffer(void *buffer) {
 #ifdef MOE_MODEL_MAIN_CUDA
   moertMlirFree(buffer);
@@ -422,6 +479,7 @@ struct Options {
   uint64_t seed = 0;
   int64_t repeat = 1;
   bool verbose = false;
+  bool cudaGraph = false;
 };
 
 } // namespace
@@ -456,6 +514,15 @@ void printHelp(const char *argv0, const Manifest &manifest) {
       "  --dump-params=DIR  write every parameter as DIR/<name>.npy (f32)\n"
       "  --dump-batch=DIR   write DIR/tokens.npy and DIR/labels.npy (i32)\n"
       "  --loss-npy=FILE    also write the loss as a 0-d f32 .npy file\n"
+#ifdef MOE_MODEL_MAIN_CUDA
+      "  --cuda-graph[=on|off]\n"
+      "                     with --repeat=N > 1: after the first run,\n"
+      "                     capture the forward pass once as a CUDA graph\n"
+      "                     and replay it for the N - 1 later runs; every\n"
+      "                     replay's loss must equal the first run's bit for\n"
+      "                     bit. A forward that cannot be captured runs\n"
+      "                     uncaptured, with a warning (default off)\n"
+#endif
       "  --verbose          print the model, the batch and the time taken\n"
       "                     (tokens per second) to stderr\n"
       "  --help             print this help\n\n"
@@ -515,6 +582,16 @@ Options parseOptions(int argc, char **argv, const Manifest &manifest) {
       options.verbose = true;
       continue;
     }
+#ifdef MOE_MODEL_MAIN_CUDA
+    if (arg == "--cuda-graph" || arg == "--cuda-graph=on" ||
+        arg == "--cuda-graph=off") {
+      options.cudaGraph = arg != "--cuda-graph=off";
+      continue;
+    }
+    if (arg.rfind("--cuda-graph=", 0) == 0)
+      fail("option --cuda-graph expects on or off, got '" + arg.substr(13) +
+           "'");
+#endif
     size_t equals = arg.find('=');
     std::string key = arg.substr(0, equals);
     if (equals == std::string::npos) {
@@ -638,10 +715,34 @@ int runForward(int argc, char **argv, const Manifest &manifest) {
   int kernelLaunches = 0;
   if (options.verbose)
     profiledRun = options.repeat > 1 ? options.repeat : 0;
+  CapturedForward graph;
+  unsigned long long syncsBefore = moertMlirStreamSyncCount();
 #endif
   int64_t runs = std::max<int64_t>(options.repeat, profiledRun + 1);
   for (int64_t run = 0; run < runs; ++run) {
 #ifdef MOE_MODEL_MAIN_CUDA
+    // The timed runs after the first replay the graph; the profiled extra
+    // run goes through the compiled code, whose launches the events time.
+    if (graph.ready && run < options.repeat) {
+      auto start = std::chrono::steady_clock::now();
+      moertMlirGraphLaunch();
+      auto stop = std::chrono::steady_clock::now();
+      checkDevice("while replaying the forward pass's CUDA graph");
+      float replayed = graph.loss.aligned[graph.loss.offset];
+      if (floatBits(replayed) != floatBits(loss)) {
+        char text[256];
+        std::snprintf(text, sizeof(text),
+                      "the CUDA graph's replay %ld gave the loss %.9g (bits "
+                      "0x%08x), the first run %.9g (bits 0x%08x)",
+                      static_cast<long>(run), replayed, floatBits(replayed),
+                      loss, floatBits(loss));
+        fail(std::string(text) +
+             ": the graph does not compute what the forward pass does "
+             "(run with --cuda-graph=off)");
+      }
+      otherSeconds += std::chrono::duration<double>(stop - start).count();
+      continue;
+    }
     moertMlirSetKernelTiming(run == profiledRun ? 1 : 0);
 #endif
     MemRef0<float> lossRef = {nullptr, nullptr, 0};
@@ -666,6 +767,17 @@ int runForward(int argc, char **argv, const Manifest &manifest) {
       firstSeconds += seconds;
     else if (run < options.repeat)
       otherSeconds += seconds;
+#ifdef MOE_MODEL_MAIN_CUDA
+    if (run == 0 && options.cudaGraph && options.repeat > 1) {
+      graph = captureForward(paramsRef, tokensRef, labelsRef,
+                             moertMlirStreamSyncCount() - syncsBefore);
+      if (!graph.ready)
+        std::fprintf(stderr,
+                     "warning: the forward pass is not replayed as a CUDA "
+                     "graph: %s; it runs uncaptured\n",
+                     graph.why.c_str());
+    }
+#endif
   }
 #ifdef MOE_MODEL_MAIN_CUDA
   // The most GPU memory in use at once over the runs: the compiled code's
@@ -674,8 +786,16 @@ int runForward(int argc, char **argv, const Manifest &manifest) {
   // A driver that cannot say costs the report only, not the run.
   unsigned long long poolPeak = 0, managedPeak = 0;
   bool peakKnown = moertMlirPeakBytes(&poolPeak, &managedPeak) == 0;
+  unsigned long long graphPeak = 0;
+  if (peakKnown && graph.ready)
+    peakKnown = moertMlirGraphPeakBytes(&graphPeak) == 0;
   std::string peakError = peakKnown ? "" : moertMlirGetError();
   moertMlirClearError();
+  if (graph.ready) {
+    moertMlirGraphDestroy();
+    checkDevice("while releasing the CUDA graph");
+    releaseResult(graph.loss.allocated);
+  }
   moertMlirFree(paramData);
   moertMlirFree(inputData);
   moertMlirFree(labelData);
@@ -709,13 +829,25 @@ int runForward(int argc, char **argv, const Manifest &manifest) {
     else
       std::fprintf(stderr, "peak GPU memory: unknown (%s)\n",
                    peakError.c_str());
+    if (graph.ready)
+      std::fprintf(stderr,
+                   "forward replayed as a CUDA graph of %lld nodes (captured "
+                   "in %.3f ms; its own buffers %llu bytes at most); the %ld "
+                   "replays' losses equal the first run's bit for bit\n",
+                   graph.nodes, graph.seconds * 1e3, graphPeak,
+                   static_cast<long>(options.repeat - 1));
 #endif
     if (options.repeat > 1) {
       double mean = otherSeconds / static_cast<double>(options.repeat - 1);
+      const char *how = "";
+#ifdef MOE_MODEL_MAIN_CUDA
+      if (graph.ready)
+        how = " (CUDA graph replays)";
+#endif
       std::fprintf(stderr,
-                   "forward, mean of the %ld later runs: %.3f ms, %.1f "
+                   "forward, mean of the %ld later runs%s: %.3f ms, %.1f "
                    "tokens/s\n",
-                   static_cast<long>(options.repeat - 1), mean * 1e3,
+                   static_cast<long>(options.repeat - 1), how, mean * 1e3,
                    tokens / mean);
     }
   }

@@ -6,14 +6,19 @@
 // asynchronous, chained by their tokens in program order, so that the host
 // queues a function's kernels, copies and stream-ordered allocations
 // without waiting, and waits only before host code that reads memory, ops
-// with regions, and the block's end.
+// with regions, and the block's end. A host `scf.if` that only guards
+// launches (a generator's "the grid is empty without rows") is first
+// replaced by its launches with the grid emptied by the condition, so that
+// it costs the stream no wait.
 //
 //===----------------------------------------------------------------------===//
 
 #include "moe/Dialect/MoE/Transforms/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -74,6 +79,58 @@ Value withToken(OpBuilder &builder, Operation *op) {
   return async->getResults().back();
 }
 
+/// Whether `ifOp` only guards kernel launches: no results, no else code,
+/// and a then block of launches, waits, and pure ops without regions (host
+/// arithmetic and views), which may run whatever the condition.
+bool onlyGuardsLaunches(scf::IfOp ifOp) {
+  if (ifOp.getNumResults() != 0)
+    return false;
+  if (Block *otherwise = ifOp.elseBlock())
+    if (!otherwise->without_terminator().empty())
+      return false;
+  bool launches = false;
+  for (Operation &op : ifOp.thenBlock()->without_terminator()) {
+    if (isa<gpu::LaunchFuncOp, gpu::LaunchOp>(op)) {
+      launches = true;
+      continue;
+    }
+    if (isa<gpu::WaitOp>(op))
+      continue; // subsumed by the chain
+    if (op.getNumRegions() != 0 || !isPure(&op))
+      return false;
+  }
+  return launches;
+}
+
+/// The grid size `size` if `condition` holds, else an empty grid (moert's
+/// adapter launches nothing for an empty grid).
+Value gridIf(OpBuilder &builder, Location loc, Value condition, Value size) {
+  Value zero = arith::ConstantOp::create(builder, loc,
+                                         builder.getZeroAttr(size.getType()));
+  return arith::SelectOp::create(builder, loc, condition, size, zero);
+}
+
+/// Replaces the guard `ifOp` (onlyGuardsLaunches) with its then block, each
+/// launch's grid empty unless the condition holds.
+void flattenLaunchGuard(scf::IfOp ifOp) {
+  OpBuilder builder(ifOp);
+  Value condition = ifOp.getCondition();
+  Block *then = ifOp.thenBlock();
+  for (Operation &op : then->without_terminator()) {
+    builder.setInsertionPoint(&op);
+    if (auto launch = dyn_cast<gpu::LaunchFuncOp>(op))
+      launch.getGridSizeXMutable().assign(
+          gridIf(builder, op.getLoc(), condition, launch.getGridSizeX()));
+    else if (auto launch = dyn_cast<gpu::LaunchOp>(op))
+      launch.getGridSizeXMutable().assign(
+          gridIf(builder, op.getLoc(), condition, launch.getGridSizeX()));
+  }
+  then->getTerminator()->erase();
+  ifOp->getBlock()->getOperations().splice(Block::iterator(ifOp),
+                                           then->getOperations());
+  ifOp.erase();
+}
+
 /// Chains the GPU ops of `block` (and, separately, of every block nested in
 /// its host ops) on one token.
 void chainBlock(Block &block) {
@@ -131,6 +188,11 @@ void chainBlock(Block &block) {
 } // namespace
 
 void MoEAsyncGPUStreamPass::runOnOperation() {
+  // Inner guards first, so that a guard of guards flattens too.
+  getOperation().walk([&](scf::IfOp ifOp) {
+    if (onlyGuardsLaunches(ifOp))
+      flattenLaunchGuard(ifOp);
+  });
   for (Block &block : getOperation().getBody())
     chainBlock(block);
 }

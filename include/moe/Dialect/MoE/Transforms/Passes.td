@@ -900,8 +900,18 @@ def MoEAsyncGPUStream : Pass<"moe-async-gpu-stream", "::mlir::func::FuncOp"> {
     A `gpu.launch` or `gpu.launch_func` that is already asynchronous joins
     the chain; a `gpu.wait async` without dependencies is replaced by the
     chain's token.
+
+    An `scf.if` that only guards launches (no results, nothing in its else
+    block, and a then block of launches, waits and pure ops without
+    regions: the generators' "the grid is empty without rows") would make
+    the host wait; it is replaced by its then block instead, each launch's
+    grid x size `arith.select`ed to 0 when the condition fails (moert's
+    adapter launches nothing for an empty grid). So a model's forward pass
+    has one wait, before it returns, and its whole step can be captured as
+    a CUDA graph.
   }];
-  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::gpu::GPUDialect"];
 }
 
 def MoEMapForallToGPU : Pass<"moe-map-forall-to-gpu", "::mlir::func::FuncOp"> {
