@@ -17,6 +17,8 @@
 # only), MOE_MODEL_EXES (default "model-cuda"; model-cuda-cubin has
 # its kernels assembled by ptxas), MOE_MODEL_REPEAT (4),
 # MOE_MODEL_TIMEOUT (150 s per configuration), MOE_MODEL_TOLERANCE (2e-2),
+# MOE_MODEL_CUDA_GRAPH (on: the runs after the first replay the forward as
+# a CUDA graph, checked bit-identical to the first run; off),
 # MOERT_DEVICE_HEAP_BYTES (the kernels' malloc heap, default 1 GiB).
 set -uo pipefail
 
@@ -27,6 +29,7 @@ exes=${MOE_MODEL_EXES:-model-cuda}
 tolerance=${MOE_MODEL_TOLERANCE:-2e-2}
 repeat=${MOE_MODEL_REPEAT:-4}
 limit=${MOE_MODEL_TIMEOUT:-150}
+graph=${MOE_MODEL_CUDA_GRAPH:-on}
 
 if [[ ! -f $out/cpu-losses.txt ]]; then
   echo "error: $out/cpu-losses.txt is missing: run" \
@@ -41,9 +44,9 @@ head -1 "$out/cpu-losses.txt"
 
 status=0
 rows=()
-printf '\n%-16s %-6s %-7s %-4s %-10s %-10s %-10s %-6s %-5s %-12s %-12s %-10s %-8s\n' \
+printf '\n%-16s %-6s %-7s %-4s %-10s %-10s %-10s %-6s %-5s %-12s %-12s %-10s %-8s %-5s\n' \
   executable batch seq_len seed cpu_loss gpu_loss rel_err check tight gpu_tok/s \
-  cpu_tok/s kernel_ms peak_GiB
+  cpu_tok/s kernel_ms peak_GiB graph
 for name in $exes; do
 exe=$out/$name
 if [[ ! -x $exe ]]; then
@@ -60,6 +63,7 @@ while read -r batch length seed tokens cpu cpurate; do
   # land in the .err log.
   MOERT_KERNEL_PROFILE=1 timeout "$limit" "$exe" --batch="$batch" \
     --seq-len="$length" --seed="$seed" "${source[@]}" --repeat="$repeat" \
+    --cuda-graph="$graph" \
     --verbose > "$log.out" 2> "$log.err"
   rc=$?
   gpu=$(awk '$1 == "loss" { print $2 }' "$log.out")
@@ -68,6 +72,10 @@ while read -r batch length seed tokens cpu cpurate; do
     rate=$(sed -n 's/^forward .* s, \(.*\) tokens\/s$/\1/p' "$log.err")
   kernels=$(sed -n 's/^kernels of the [a-z ]* run: \(.*\) launches, \(.*\) ms.*/\2/p' "$log.err")
   peak=$(sed -n 's/^peak GPU memory: \([0-9.]*\) GiB.*/\1/p' "$log.err")
+  # Whether the timed runs replayed a CUDA graph (the driver warns and runs
+  # uncaptured when the capture fails).
+  replayed=no
+  grep -q 'replayed as a CUDA graph' "$log.err" && replayed=yes
   verdict=FAIL
   rel=nan
   tight=no
@@ -87,14 +95,14 @@ while read -r batch length seed tokens cpu cpurate; do
   fi
   [[ $rc -ne 0 ]] && verdict="FAIL(rc=$rc)"
   [[ $verdict == PASS ]] || status=1
-  printf '%-16s %-6s %-7s %-4s %-10s %-10s %-10s %-6s %-5s %-12s %-12s %-10s %-8s\n' \
+  printf '%-16s %-6s %-7s %-4s %-10s %-10s %-10s %-6s %-5s %-12s %-12s %-10s %-8s %-5s\n' \
     "$name" "$batch" "$length" "$seed" "$cpu" "${gpu:-none}" "$rel" "$verdict" "$tight" \
-    "${rate:-none}" "$cpurate" "${kernels:-none}" "${peak:-none}"
+    "${rate:-none}" "$cpurate" "${kernels:-none}" "${peak:-none}" "$replayed"
   if [[ $verdict != PASS ]]; then
     echo "--- $log.err (tail)"
     tail -20 "$log.err"
   fi
-  rows+=("{\"executable\": \"$name\", \"batch\": $batch, \"seq_len\": $length, \"seed\": $seed, \"cpu_loss\": $cpu, \"gpu_loss\": ${gpu:-null}, \"rel_err\": $([[ $rel == nan ]] && echo null || echo "$rel"), \"pass\": $([[ $verdict == PASS ]] && echo true || echo false), \"within_1e-3\": $([[ $tight == yes ]] && echo true || echo false), \"gpu_tokens_per_s\": ${rate:-null}, \"cpu_tokens_per_s\": ${cpurate:-null}, \"first_run_kernel_ms\": ${kernels:-null}, \"peak_gib\": ${peak:-null}, \"rc\": $rc}")
+  rows+=("{\"executable\": \"$name\", \"batch\": $batch, \"seq_len\": $length, \"seed\": $seed, \"cpu_loss\": $cpu, \"gpu_loss\": ${gpu:-null}, \"rel_err\": $([[ $rel == nan ]] && echo null || echo "$rel"), \"pass\": $([[ $verdict == PASS ]] && echo true || echo false), \"within_1e-3\": $([[ $tight == yes ]] && echo true || echo false), \"gpu_tokens_per_s\": ${rate:-null}, \"cpu_tokens_per_s\": ${cpurate:-null}, \"profiled_run_kernel_ms\": ${kernels:-null}, \"cuda_graph\": $([[ $replayed == yes ]] && echo true || echo false), \"peak_gib\": ${peak:-null}, \"rc\": $rc}")
 done < "$out/cpu-losses.txt"
 done
 
