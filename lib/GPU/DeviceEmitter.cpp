@@ -122,6 +122,38 @@ std::pair<Value, Value> DeviceEmitter::loadPairF32(Value mem, Value i) {
   return {arith::ExtFOp::create(b, f32, lo), arith::ExtFOp::create(b, f32, hi)};
 }
 
+void DeviceEmitter::copyTileAsync(const TileCopy &tile, Value tid,
+                                  int64_t threads, bool bypassL1) {
+  auto srcType = cast<MemRefType>(tile.src.getType());
+  int64_t width = 128 / srcType.getElementTypeBitWidth();
+  int64_t perRow = tile.cols / width, pieces = tile.rows * perRow;
+  int64_t rounds = (pieces + threads - 1) / threads;
+  forLoop(idx(0), idx(rounds), 1, [&](Value i) {
+    Value piece = add(tid, mul(i, threads));
+    auto copy = [&] {
+      Value from, to;
+      if (tile.rows == 1) {
+        Value c = mul(piece, width);
+        from = add(tile.srcBase, c);
+        to = add(tile.dstBase, c);
+      } else {
+        Value r = div(piece, perRow);
+        Value c = mul(rem(piece, perRow), width);
+        from = add(tile.srcBase, add(mul(r, tile.srcLd), c));
+        to = add(tile.dstBase, add(mul(r, tile.dstLd), c));
+      }
+      nvgpu::DeviceAsyncCopyOp::create(b, tile.dst, ValueRange{to}, tile.src,
+                                       ValueRange{from}, b.getIndexAttr(width),
+                                       Value(),
+                                       bypassL1 ? b.getUnitAttr() : UnitAttr());
+    };
+    if (pieces % threads == 0)
+      copy();
+    else
+      ifThen(ult(piece, idx(pieces)), copy);
+  });
+}
+
 Value DeviceEmitter::warpSum(Value v) {
   for (int64_t offset : {16, 8, 4, 2, 1}) {
     auto shuffle = gpu::ShuffleOp::create(

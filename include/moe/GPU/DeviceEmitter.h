@@ -36,6 +36,19 @@ namespace mlir::moe {
 /// accumulators of a C fragment.
 using Frag4 = std::array<Value, 4>;
 
+/// A [rows x cols] tile for DeviceEmitter::copyTileAsync: element (r, c) is
+/// `src[srcBase + r * srcLd + c]` of a 1-D global memref (bf16 or f32) and
+/// goes to `dst[dstBase + r * dstLd + c]` of a 1-D shared view of the same
+/// element type (padded rows: dstLd >= cols). `cols`, both strides and both
+/// bases are multiples of a 16-byte piece (8 bf16 or 4 f32 elements).
+struct TileCopy {
+  Value src, srcBase;
+  int64_t srcLd;
+  Value dst, dstBase;
+  int64_t dstLd;
+  int64_t rows, cols;
+};
+
 /// Emits device code: index and fp32 arithmetic, shared and global memory
 /// accesses, warp reductions and tensor-core fragments.
 class DeviceEmitter {
@@ -75,6 +88,15 @@ public:
   void storePairBF16(Value lo, Value hi, Value mem, Value i);
   /// The two bf16 values `mem[i], mem[i + 1]` as fp32.
   std::pair<Value, Value> loadPairF32(Value mem, Value i);
+
+  /// Copies `tile` into shared memory by 16-byte cp.async pieces, spread
+  /// over the `threads` threads of the block (this one is `tid`): piece p
+  /// (row p / (cols / piece), the row's pieces in order) is copied by thread
+  /// p % threads in round p / threads of an scf.for; the last round is
+  /// guarded when the pieces do not fill it. `bypassL1`: .cg, cached in L2
+  /// only. Commits no group: the caller groups the copies it issued.
+  void copyTileAsync(const TileCopy &tile, Value tid, int64_t threads,
+                     bool bypassL1 = false);
 
   /// The sum of `v` over the 32 lanes of the warp.
   Value warpSum(Value v);
