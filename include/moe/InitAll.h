@@ -13,6 +13,7 @@
 #include "moe/Conversion/Passes.h"
 #include "moe/Dialect/MoE/IR/MoE.h"
 #include "moe/Dialect/MoE/Transforms/Passes.h"
+#include "moe/GPU/LaunchMemoryEffects.h"
 #include "moe/Pipelines/Pipelines.h"
 
 #include "mlir/IR/DialectRegistry.h"

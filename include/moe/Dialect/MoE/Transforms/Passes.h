@@ -25,11 +25,6 @@ namespace mlir::moe {
 #define GEN_PASS_REGISTRATION
 #include "moe/Dialect/MoE/Transforms/Passes.h.inc"
 
-/// Declares that `gpu.launch_func` and `gpu.wait` read and write memory, so
-/// that buffer deallocation accepts the launches that
-/// -moe-generate-kda-kernels emits before bufferization.
-void registerGPULaunchMemoryEffects(DialectRegistry &registry);
-
 } // namespace mlir::moe
 
 #endif // MOE_DIALECT_MOE_TRANSFORMS_PASSES_H

@@ -18,8 +18,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "moe/Dialect/MoE/Transforms/Passes.h"
-#include "moe/Dialect/MoE/Utils/DeviceEmitter.h"
 #include "moe/Dialect/MoE/Utils/TensorBuilder.h"
+#include "moe/GPU/DeviceEmitter.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"

@@ -25,11 +25,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "moe/Dialect/MoE/Transforms/Passes.h"
-#include "moe/Dialect/MoE/Utils/DeviceEmitter.h"
 #include "moe/Dialect/MoE/Utils/TensorBuilder.h"
+#include "moe/GPU/DeviceEmitter.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"

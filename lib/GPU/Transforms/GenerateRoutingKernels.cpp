@@ -28,10 +28,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "moe/Dialect/MoE/Transforms/Passes.h"
-#include "moe/Dialect/MoE/Utils/DeviceEmitter.h"
+#include "moe/GPU/DeviceEmitter.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"

@@ -16,8 +16,8 @@
 
 #include "moe/Analysis/DecayBound.h"
 #include "moe/Dialect/MoE/Transforms/Passes.h"
-#include "moe/Dialect/MoE/Utils/DeviceEmitter.h"
 #include "moe/Dialect/MoE/Utils/TensorBuilder.h"
+#include "moe/GPU/DeviceEmitter.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -653,23 +653,12 @@ gpu::GPUFuncOp KDAKernelGenerator::buildStateKernel(TypeRange argTypes) {
     Value base = e.mul(buffer, layout.elements);
     SmallVector<Value> tokens;
     // rows x cols bf16 from `src` (leading dimension srcLd, starting at
-    // srcBase) to rows of `ld` at element `dst`, 8 elements per copy.
+    // srcBase) to rows of `ld` at element `dst` of the buffer.
     auto copy = [&](Value src, Value srcBase, int64_t rows, int64_t cols,
                     int64_t srcLd, int64_t dst, int64_t ld) {
-      int64_t pieces = rows * cols / 8;
-      e.forLoop(
-          e.idx(0), e.idx((pieces + kThreads - 1) / kThreads), 1, [&](Value i) {
-            Value piece = e.add(tid, e.mul(i, kThreads));
-            e.ifThen(e.ult(piece, e.idx(pieces)), [&] {
-              Value r = e.div(piece, cols / 8);
-              Value c = e.mul(e.rem(piece, cols / 8), 8);
-              Value from = e.add(srcBase, e.add(e.mul(r, srcLd), c));
-              Value to = e.add(base, e.add(e.idx(dst), e.add(e.mul(r, ld), c)));
-              nvgpu::DeviceAsyncCopyOp::create(
-                  b, staged, ValueRange{to}, src, ValueRange{from},
-                  b.getIndexAttr(8), Value(), UnitAttr());
-            });
-          });
+      e.copyTileAsync({src, srcBase, srcLd, staged, e.add(base, e.idx(dst)), ld,
+                       rows, cols},
+                      tid, kThreads);
     };
     Value kBase = e.mul(chunkId, kChunk * K());
     copy(w, kBase, kChunk, K(), K(), layout.w, hLd);
@@ -679,19 +668,10 @@ gpu::GPUFuncOp KDAKernelGenerator::buildStateKernel(TypeRange argTypes) {
          layout.aqk, vLd);
     copy(u, e.add(e.mul(chunkId, kChunk * V()), v0), kChunk, valueTile, V(),
          layout.u, valueTile);
-    // exp(Gamma_last): K fp32 = K / 4 pieces of 4.
-    e.forLoop(
-        e.idx(0), e.idx((K() / 4 + kThreads - 1) / kThreads), 1, [&](Value i) {
-          Value piece = e.add(tid, e.mul(i, kThreads));
-          e.ifThen(e.ult(piece, e.idx(K() / 4)), [&] {
-            Value from = e.add(e.mul(chunkId, K()), e.mul(piece, 4));
-            Value to = e.add(e.div(base, 2),
-                             e.add(e.idx(layout.egl / 2), e.mul(piece, 4)));
-            nvgpu::DeviceAsyncCopyOp::create(
-                b, stagedF32, ValueRange{to}, egl, ValueRange{from},
-                b.getIndexAttr(4), Value(), UnitAttr());
-          });
-        });
+    // exp(Gamma_last): one row of K fp32.
+    e.copyTileAsync({egl, e.mul(chunkId, K()), K(), stagedF32,
+                     e.add(e.div(base, 2), e.idx(layout.egl / 2)), K(), 1, K()},
+                    tid, kThreads);
     Type tokenType = nvgpu::DeviceAsyncTokenType::get(b.getContext());
     return nvgpu::DeviceAsyncCreateGroupOp::create(b, tokenType, ValueRange())
         .getResult();
@@ -911,34 +891,6 @@ void KDAKernelGenerator::generate() {
   op.getFinalState().replaceAllUsesWith(stateTensor);
 }
 
-/// Reads and writes of every memref operand of a launch (what a kernel does
-/// with its arguments is not visible from the host side), and of memory in
-/// general for a launch or a wait.
-template <typename OpTy>
-struct StreamOpMemoryEffects
-    : public MemoryEffectOpInterface::ExternalModel<StreamOpMemoryEffects<OpTy>,
-                                                    OpTy> {
-  void
-  getEffects(Operation *op,
-             SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
-                 &effects) const {
-    // A launch or wait is never dead: once lowered (pointer operands), it
-    // still reads and writes memory that no operand names.
-    effects.emplace_back(MemoryEffects::Read::get(),
-                         SideEffects::DefaultResource::get());
-    effects.emplace_back(MemoryEffects::Write::get(),
-                         SideEffects::DefaultResource::get());
-    for (OpOperand &operand : op->getOpOperands()) {
-      if (!isa<BaseMemRefType>(operand.get().getType()))
-        continue;
-      effects.emplace_back(MemoryEffects::Read::get(), &operand,
-                           SideEffects::DefaultResource::get());
-      effects.emplace_back(MemoryEffects::Write::get(), &operand,
-                           SideEffects::DefaultResource::get());
-    }
-  }
-};
-
 struct MoEGenerateKDAKernelsPass
     : public moe::impl::MoEGenerateKDAKernelsBase<MoEGenerateKDAKernelsPass> {
   using Base::Base;
@@ -946,14 +898,6 @@ struct MoEGenerateKDAKernelsPass
 };
 
 } // namespace
-
-void mlir::moe::registerGPULaunchMemoryEffects(DialectRegistry &registry) {
-  registry.addExtension(+[](MLIRContext *ctx, gpu::GPUDialect *) {
-    gpu::LaunchFuncOp::attachInterface<
-        StreamOpMemoryEffects<gpu::LaunchFuncOp>>(*ctx);
-    gpu::WaitOp::attachInterface<StreamOpMemoryEffects<gpu::WaitOp>>(*ctx);
-  });
-}
 
 void MoEGenerateKDAKernelsPass::runOnOperation() {
   ModuleOp module = getOperation();
