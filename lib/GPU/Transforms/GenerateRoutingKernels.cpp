@@ -192,8 +192,7 @@ private:
   /// Sixteen-expert groups of the fp32 router tile (experts per thread) in
   /// a pass.
   int64_t expertSlots() const {
-    return std::min<int64_t>(E(), kMaxTileExperts) / 16 +
-           (std::min<int64_t>(E(), kMaxTileExperts) % 16 != 0);
+    return (std::min(E(), kMaxTileExperts) + 15) / 16;
   }
   int64_t stagingBytes() const {
     if (plan.tensorCores)
