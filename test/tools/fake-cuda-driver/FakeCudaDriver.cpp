@@ -21,17 +21,27 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <set>
 #include <vector>
 
 namespace {
 struct Stream {
   bool capturing = false, invalidated = false;
   size_t nodes = 0;
+  /// Memory allocated and freed by captured calls: the graph's to release,
+  /// or, when the capture is invalidated, released with it.
+  std::vector<void *> capturedAllocs, capturedFrees;
 };
 
 struct Fake {
   std::map<CUstream, Stream> streams;
   std::map<CUgraph, size_t> graphs; // node counts
+  /// What each graph's memory nodes hold; released with the graph, as the
+  /// real driver releases a graph's allocations.
+  std::map<CUgraph, std::vector<void *>> graphMemory;
+  /// Memory of invalidated captures, released already: a later free of it
+  /// is a no-op (the real driver drops such allocations with the capture).
+  std::set<void *> discarded;
   std::vector<float *> capturedManaged;
   size_t nextHandle = 1;
   CUcontext current = nullptr;
@@ -69,6 +79,12 @@ bool env(const char *name) {
 }
 
 void *hostAlloc(size_t bytes) { return std::calloc(bytes ? bytes : 1, 1); }
+
+/// Frees `memory` unless an invalidated capture released it already.
+void release(void *memory) {
+  if (!fake().discarded.erase(memory))
+    std::free(memory);
+}
 } // namespace
 
 extern "C" {
@@ -184,10 +200,19 @@ CUresult cuStreamEndCapture(CUstream stream, CUgraph *graph) {
     return CUDA_ERROR_ILLEGAL_STATE;
   Stream ended = it->second;
   it->second = Stream();
-  if (ended.invalidated)
+  if (ended.invalidated) {
+    std::set<void *> memory(ended.capturedAllocs.begin(),
+                            ended.capturedAllocs.end());
+    memory.insert(ended.capturedFrees.begin(), ended.capturedFrees.end());
+    for (void *buffer : memory) {
+      std::free(buffer);
+      fake().discarded.insert(buffer);
+    }
     return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  }
   *graph = fake().handle<CUgraph>();
   fake().graphs[*graph] = ended.nodes;
+  fake().graphMemory[*graph] = std::move(ended.capturedFrees);
   return CUDA_SUCCESS;
 }
 
@@ -204,17 +229,21 @@ CUresult cuLaunchKernel(CUfunction, unsigned int, unsigned int, unsigned int,
 }
 CUresult cuMemAllocAsync(CUdeviceptr *ptr, size_t bytes, CUstream stream) {
   CUresult result = fake().work(stream);
-  *ptr = result == CUDA_SUCCESS
-             ? reinterpret_cast<CUdeviceptr>(hostAlloc(bytes))
-             : 0;
+  void *memory = result == CUDA_SUCCESS ? hostAlloc(bytes) : nullptr;
+  auto it = fake().streams.find(stream);
+  if (memory && it != fake().streams.end() && it->second.capturing)
+    it->second.capturedAllocs.push_back(memory);
+  *ptr = reinterpret_cast<CUdeviceptr>(memory);
   return result;
 }
 CUresult cuMemFreeAsync(CUdeviceptr ptr, CUstream stream) {
   auto it = fake().streams.find(stream);
   bool captured = it != fake().streams.end() && it->second.capturing;
   CUresult result = fake().work(stream);
-  if (!captured)
-    std::free(reinterpret_cast<void *>(ptr)); // a captured free: leaked
+  if (captured)
+    it->second.capturedFrees.push_back(reinterpret_cast<void *>(ptr));
+  else
+    release(reinterpret_cast<void *>(ptr));
   return result;
 }
 CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes,
@@ -253,7 +282,7 @@ CUresult cuMemAllocManaged(CUdeviceptr *ptr, size_t bytes, unsigned int) {
   return CUDA_SUCCESS;
 }
 CUresult cuMemFree(CUdeviceptr ptr) {
-  std::free(reinterpret_cast<void *>(ptr));
+  release(reinterpret_cast<void *>(ptr));
   return CUDA_SUCCESS;
 }
 
@@ -294,6 +323,9 @@ CUresult cuGraphLaunch(CUgraphExec exec, CUstream) {
 CUresult cuGraphExecDestroy(CUgraphExec) { return CUDA_SUCCESS; }
 CUresult cuGraphDestroy(CUgraph graph) {
   fake().graphs.erase(graph);
+  for (void *memory : fake().graphMemory[graph])
+    std::free(memory);
+  fake().graphMemory.erase(graph);
   return CUDA_SUCCESS;
 }
 CUresult cuDeviceGetGraphMemAttribute(CUdevice, CUgraphMem_attribute,
