@@ -17,6 +17,7 @@
 
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
+#include <gloo/barrier.h>
 #include <gloo/math.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/transport/tcp/device.h>
@@ -40,7 +41,6 @@ namespace {
 struct State {
   bool initialized = false;
   Environment env;
-  std::unique_ptr<TcpStore> store;
   // Null at world size 1.
   std::shared_ptr<gloo::rendezvous::Context> context;
 };
@@ -206,10 +206,13 @@ extern "C" int moe_dist_init(int64_t expectedWorldSize, char *error,
           std::make_shared<gloo::rendezvous::Context>(env.rank, env.worldSize);
       context->setTimeout(env.timeout);
       context->connectFullMesh(*store, device);
-      // The pairs are connected; the store is needed no more by this rank
-      // (rank 0 keeps serving the others until they are done).
       store->closeClient();
-      s.store = std::move(store);
+      // Init is collective: a rank returns once every rank is connected, so
+      // that one which finalizes or exits right away cannot break the
+      // rendezvous of the others. After it, nobody needs the store.
+      gloo::BarrierOptions barrier(context);
+      gloo::barrier(barrier);
+      store->shutdown();
       s.context = std::move(context);
     } catch (const std::exception &e) {
       return report(error, errorSize,
@@ -241,9 +244,6 @@ extern "C" void moe_dist_finalize(void) {
   State &s = state();
   try {
     s.context.reset();
-    if (s.store)
-      s.store->shutdown();
-    s.store.reset();
   } catch (const std::exception &) {
     // Teardown errors (a peer gone already) do not matter any more.
   }

@@ -22,6 +22,7 @@
 //   hang           rank 1 stops itself (SIGSTOP)
 //   gather-size    rank 1 passes a different bytesPerRank to all_gather
 //   absent-rank0   rank 0 exits with status 0 before moe_dist_init
+//   absent-rank1   rank 1 exits with status 0 before moe_dist_init
 //   late-rank0     rank 0 sleeps 2 s before moe_dist_init (not a fault)
 //   after-finalize every rank calls a collective after moe_dist_finalize
 //
@@ -192,9 +193,14 @@ int main(int argc, char **argv) {
   }
   if (expect < 1)
     fail("--expect N (the world size the program is built for) is required");
-  const char *known[] = {
-      "",           "exit",          "hang", "gather-size", "absent-rank0",
-      "late-rank0", "after-finalize"};
+  const char *known[] = {"",
+                         "exit",
+                         "hang",
+                         "gather-size",
+                         "absent-rank0",
+                         "absent-rank1",
+                         "late-rank0",
+                         "after-finalize"};
   bool valid = false;
   for (const char *kind : known)
     valid |= fault == kind;
@@ -205,6 +211,8 @@ int main(int argc, char **argv) {
   const char *envRank = std::getenv("RANK");
   bool isRank0 = !envRank || std::string(envRank) == "0";
   if (fault == "absent-rank0" && isRank0)
+    return 0;
+  if (fault == "absent-rank1" && envRank && std::string(envRank) == "1")
     return 0;
   if (fault == "late-rank0" && isRank0)
     ::sleep(2);
