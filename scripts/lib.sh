@@ -21,11 +21,12 @@ MOE_LLVM_DIR=/usr/lib/llvm-22
 # come from Debian's own archive (bookworm-security); no extra repository.
 # `fortunes` provides the English text that the executables embed as their
 # training corpus (/usr/share/games/fortunes); `nlohmann-json3-dev` the JSON
-# library of the executables' driver (checkpoints, safetensors headers).
+# library of the executables' driver (checkpoints, safetensors headers);
+# `libgloo-dev` the CPU collectives of distributed programs (lib/DistRuntime).
 MOE_PACKAGES=(
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools clang-22
   libfmt-dev ninja-build cmake g++ python3 python3-numpy xxd clang-format-22
-  fortunes libopenblas-dev nlohmann-json3-dev
+  fortunes libopenblas-dev nlohmann-json3-dev libgloo-dev
 )
 
 # Targets every script builds. Tools made with add_mlir_tool are left out of

@@ -40,7 +40,7 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tool_dirs = [config.moe_tools_dir, config.llvm_tools_dir]
-tools = ["moe-opt", "moe-compile", "moe-driver-bigram", "moe-run", "moe-npy", "moe-reference", "moe-safetensors",
+tools = ["moe-opt", "moe-compile", "moe-dist-check", "moe-driver-bigram", "moe-run", "moe-npy", "moe-reference", "moe-safetensors",
          "moe-token-file", "mlir-runner", "mlir-translate", "moe-import-config"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
