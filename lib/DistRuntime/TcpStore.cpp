@@ -159,8 +159,7 @@ struct Peer {
 
 TcpStore::TcpStore(const std::string &host, int port, int rank, int worldSize,
                    std::chrono::milliseconds timeout)
-    : host(host), port(port), rank(rank), worldSize(worldSize),
-      timeout(timeout) {
+    : rank(rank), worldSize(worldSize), timeout(timeout) {
   const auto end = Clock::now() + timeout;
   const std::string where = host + ":" + std::to_string(port);
   addrinfo hints{};
