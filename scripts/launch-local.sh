@@ -7,7 +7,8 @@
 #
 # Starts N copies of EXE ARGS with RANK=r, WORLD_SIZE=N, LOCAL_RANK=r,
 # MASTER_ADDR=127.0.0.1 and MASTER_PORT (from the environment, or else
-# 20000 + this script's PID % 20000; a port in use makes rank 0 fail with
+# 20000 + this script's PID % 10000: below Linux's ephemeral ports, 32768 and
+# up, which Gloo's connections use; a port in use makes rank 0 fail with
 # EADDRINUSE: set MASTER_PORT then). The processes share this terminal's
 # stdout and stderr (only rank 0 is expected to print results). Waits for
 # all of them. When one exits with a non-zero status, the others get
@@ -41,7 +42,7 @@ if ! [[ "$grace" =~ ^[0-9]+$ ]]; then
   echo "launch-local.sh: error: MOE_LAUNCH_GRACE is '$grace', not a number of seconds" >&2
   exit 2
 fi
-port="${MASTER_PORT:-$((20000 + $$ % 20000))}"
+port="${MASTER_PORT:-$((20000 + $$ % 10000))}"
 
 pids=()
 for ((rank = 0; rank < count; rank++)); do

@@ -41,7 +41,8 @@ void moe_dist_finalize(void);
 /// a call before init when the environment says world size > 1) they print
 /// `<program>: error: rank R of W: <what> failed: <why>` on stderr and
 /// _exit(1). At world size 1 (no init, or init at 1) they are local: a no-op
-/// or a copy.
+/// or a copy. Every rank calls the same collectives in the same order, from
+/// one thread at a time (the functions are not thread-safe).
 
 /// In-place sum over all ranks of `count` elements of `dtype`:
 /// 0 = f32, 1 = i64, 2 = f64. Every rank gets the same bits.

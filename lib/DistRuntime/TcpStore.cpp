@@ -159,8 +159,7 @@ struct Peer {
 
 TcpStore::TcpStore(const std::string &host, int port, int rank, int worldSize,
                    std::chrono::milliseconds timeout)
-    : host(host), port(port), rank(rank), worldSize(worldSize),
-      timeout(timeout) {
+    : rank(rank), worldSize(worldSize), timeout(timeout) {
   const auto end = Clock::now() + timeout;
   const std::string where = host + ":" + std::to_string(port);
   addrinfo hints{};
@@ -346,7 +345,13 @@ std::vector<char> TcpStore::getUntil(const std::string &key,
                                      Clock::time_point end) {
   if (key.size() > kMaxKey)
     fail("store key '" + key + "' is too long");
-  const std::string what = "store key '" + key + "' (set by another rank)";
+  // Gloo's keys are "<rank>" and "rank_<rank>": name the rank that sets it.
+  std::string digits = key.rfind("rank_", 0) == 0 ? key.substr(5) : key;
+  bool isRank = !digits.empty() && digits.size() < 8 &&
+                digits.find_first_not_of("0123456789") == std::string::npos;
+  const std::string what =
+      isRank ? "rank " + digits + " (store key '" + key + "')"
+             : "store key '" + key + "' (set by another rank)";
   if (rank == 0) {
     std::unique_lock<std::mutex> lock(mutex);
     if (!keySet.wait_until(lock, end, [&] { return keys.count(key) != 0; }))

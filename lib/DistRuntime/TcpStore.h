@@ -66,8 +66,6 @@ private:
                Clock::time_point end, const std::string &what);
   void serve();
 
-  std::string host;
-  int port;
   int rank;
   int worldSize;
   std::chrono::milliseconds timeout;
