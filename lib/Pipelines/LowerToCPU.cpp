@@ -114,6 +114,8 @@ void mlir::moe::buildLowerToCPUPipeline(OpPassManager &pm,
   // allocation owned by the caller (the deallocation pipeline clones a
   // returned argument or global).
   addBufferizationPasses(pm);
+  // Collectives of a sharded step (-moe-shard) -> the Gloo runtime's calls.
+  pm.addPass(createMoECollectivesToRuntime());
   // Contractions on buffers (their strides are known there) become calls
   // of the CPU runtime, which runs them with OpenBLAS.
   if (options.blas)

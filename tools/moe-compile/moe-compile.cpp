@@ -120,6 +120,14 @@ static cl::opt<bool> forwardOnly(
     cl::desc("Build the loss-only program (one forward pass, 'loss <value>') "
              "instead of the training program"),
     cl::init(false), cl::cat(compileCategory));
+static cl::opt<unsigned> dataParallel(
+    "data-parallel",
+    cl::desc("Train data parallel over N processes (-moe-shard{dp=N}): each "
+             "takes 1/N of every batch, the gradient and the router "
+             "balancing statistics are summed over the ranks with Gloo; start "
+             "it with torchrun-style variables, e.g. scripts/launch-local.sh "
+             "(docs/Distributed.md). --target=cpu only"),
+    cl::value_desc("N"), cl::init(1), cl::cat(compileCategory));
 static cl::opt<unsigned> optLevel("opt-level",
                                   cl::desc("LLVM optimisation level (0-3)"),
                                   cl::init(2), cl::cat(compileCategory));
@@ -199,6 +207,8 @@ static constexpr llvm::StringLiteral kEntryName = "moe_model_forward";
 static constexpr llvm::StringLiteral kTrainStepName = "moe_model_train_step";
 /// The pass that builds @<model>_grad and @<model>_train_step.
 static constexpr llvm::StringLiteral kTrainingPass = "moe-build-training-step";
+/// The pass that marks a model data parallel before it (--data-parallel).
+static constexpr llvm::StringLiteral kShardPass = "moe-shard";
 /// The name of the manifest global, which the driver reads.
 static constexpr llvm::StringLiteral kManifestName = "moe_model_manifest";
 
@@ -501,9 +511,19 @@ static LogicalResult buildProgram(ModuleOp module, moe::ModelOp model,
   if (failed(applyPassManagerCLOptions(pm)))
     return failure();
   pm.enableTiming(timer);
-  if (failed(pass->addToPipeline(pm, "", [](const llvm::Twine &message) {
-        return toolError(message);
-      })))
+  auto passError = [](const llvm::Twine &message) {
+    return toolError(message);
+  };
+  if (dataParallel > 1) {
+    const PassInfo *shard = PassInfo::lookup(kShardPass);
+    if (!shard)
+      return toolError("this moe-compile has no -" + kShardPass +
+                       " pass, so it cannot build a data-parallel program");
+    if (failed(shard->addToPipeline(pm, "dp=" + std::to_string(dataParallel),
+                                    passError)))
+      return failure();
+  }
+  if (failed(pass->addToPipeline(pm, "", passError)))
     return failure();
   if (failed(pm.run(module)))
     return failure();
@@ -542,6 +562,8 @@ static LogicalResult buildProgram(ModuleOp module, moe::ModelOp model,
         SymbolTable::symbolKnownUseEmpty(func, module))
       func.erase();
   manifest += "program train\n" + *metrics;
+  if (dataParallel > 1)
+    manifest += "data_parallel " + std::to_string(dataParallel) + "\n";
   return success();
 }
 
@@ -692,6 +714,17 @@ static std::string findCpuRuntimeLibrary(const char *argv0) {
   return MOE_CPU_RUNTIME_LIB;
 }
 
+/// The distributed runtime (moe_dist_*, Gloo): libMoEDistRuntime.a next to
+/// the CPU runtime.
+static std::string findDistRuntimeLibrary(const char *argv0) {
+  llvm::SmallString<256> path(
+      llvm::sys::path::parent_path(findCpuRuntimeLibrary(argv0)));
+  llvm::sys::path::append(path, "libMoEDistRuntime.a");
+  if (llvm::sys::fs::exists(path))
+    return std::string(path);
+  return MOE_DIST_RUNTIME_LIB;
+}
+
 /// Links `object` with the driver into the executable `output`.
 static LogicalResult linkExecutable(llvm::StringRef object,
                                     llvm::StringRef output, const char *argv0) {
@@ -725,6 +758,15 @@ static LogicalResult linkExecutable(llvm::StringRef object,
       return toolError("cannot find the CPU runtime library '" + runtime +
                        "' (build the MoECpuRuntime target)");
     args.append({runtime, "-lopenblas"});
+    // A data-parallel program's collectives call the distributed runtime,
+    // which runs them with Gloo.
+    if (dataParallel > 1) {
+      std::string dist = findDistRuntimeLibrary(argv0);
+      if (!llvm::sys::fs::exists(dist))
+        return toolError("cannot find the distributed runtime library '" +
+                         dist + "' (build the MoEDistRuntime target)");
+      args.append({dist, "-lgloo", "-lpthread"});
+    }
     // memref.copy of strided buffers calls memrefCopy from MLIR's C runner
     // utils; the rpath lets the executable run from anywhere.
     std::string libDir = MOE_LLVM_LIBRARY_DIR;
@@ -804,6 +846,7 @@ static FailureOr<std::string> buildCacheKey(llvm::StringRef input,
   key.add("model", modelName);
   key.add("target", target == Target::CUDA ? "cuda" : "cpu");
   key.add("forward-only", forwardOnly ? "1" : "0");
+  key.add("data-parallel", std::to_string(dataParallel));
   key.add("opt-level", std::to_string(optLevel));
   key.add("blas", cpuBlas ? "1" : "0");
   key.add("profile", cpuProfile ? "1" : "0");
@@ -1013,6 +1056,14 @@ static LogicalResult compile(const char *argv0, TimingScope &root,
   if (failed(model) || failed(checkDriverABI(*model)))
     return failure();
   parseTimer.stop();
+  if (dataParallel == 0)
+    return toolError("--data-parallel must be at least 1");
+  if (dataParallel > 1 && forwardOnly)
+    return toolError("--data-parallel shards the training program; a "
+                     "--forward-only program has no step to shard");
+  if (dataParallel > 1 && target == Target::CUDA)
+    return toolError("--data-parallel needs --target=cpu: the CUDA back end "
+                     "has no training program and no NCCL collectives yet");
   if (target == Target::CUDA && !forwardOnly)
     return toolError("--target=cuda cannot build a training program yet "
                      "(the GPU back end has no gradient kernels); pass "

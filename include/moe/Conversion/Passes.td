@@ -157,4 +157,35 @@ def MoEContractionsToBLAS : Pass<"moe-contractions-to-blas", "::mlir::ModuleOp">
   ];
 }
 
+def MoECollectivesToRuntime
+    : Pass<"moe-collectives-to-runtime", "::mlir::ModuleOp"> {
+  let summary = "Replace the buffer forms of the collectives by calls to the "
+                "distributed runtime (Gloo on the CPU)";
+  let description = [{
+    `moe.all_reduce_in_place %buffer {ranks = D}` becomes
+
+      func.call @moe_dist_all_reduce_sum(%data, %count, %dtype)
+          : (index, index, index) -> ()
+
+    and `moe.all_gather_into %input, %output {ranks = D}`
+
+      func.call @moe_dist_all_gather(%in, %out, %bytes_per_rank)
+          : (index, index, index) -> ()
+
+    where `%data`, `%in` and `%out` are the addresses of the buffers' first
+    elements (aligned pointer plus offset), `%count` the number of elements, `%dtype`
+    0 for f32, 1 for i64 and 2 for f64, and `%bytes_per_rank` the input's
+    size in bytes (lib/DistRuntime/DistRuntime.h). The buffers are
+    contiguous (the ops' verifiers ask for identity layouts). The runtime
+    checks at start-up that the world size is the `ranks` the program was
+    compiled for, and every collective checks that the ranks agree on the
+    size.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::func::FuncDialect",
+    "::mlir::memref::MemRefDialect"
+  ];
+}
+
 #endif // MOE_CONVERSION_PASSES_TD

@@ -28,6 +28,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "moe/Dialect/MoE/Transforms/Passes.h"
+#include "moe/Dialect/MoE/Transforms/Sharding.h"
 #include "moe/GPU/DeviceEmitter.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -1226,6 +1227,9 @@ struct MoEGenerateRoutingKernelsPass
 
 /// Why `op` is left to -moe-fuse-routing, or an empty string.
 static std::string declineReason(RouteOp op, RoutePlan &plan) {
+  if (getDataParallel(op) > 1)
+    return "it balances over data-parallel ranks (the kernel's statistics "
+           "are one rank's)";
   auto xType = cast<RankedTensorType>(op.getInput().getType());
   auto wType = cast<RankedTensorType>(op.getWRouter().getType());
   RoutingAttr routing = op.getRouting();

@@ -188,8 +188,19 @@ Json fileRecord(const std::string &path) {
 } // namespace
 
 uint64_t moe_driver::modelHash() {
-  return fnv1a(reinterpret_cast<const unsigned char *>(moe_model_manifest),
-               std::strlen(moe_model_manifest));
+  // The manifest without its `data_parallel` line: a checkpoint holds no
+  // rank, so one written at any --data-parallel resumes at any other.
+  std::string manifest;
+  for (const char *line = moe_model_manifest; *line;) {
+    const char *end = std::strchr(line, '\n');
+    size_t length =
+        end ? static_cast<size_t>(end - line + 1) : std::strlen(line);
+    if (std::strncmp(line, "data_parallel ", 14) != 0)
+      manifest.append(line, length);
+    line += length;
+  }
+  return fnv1a(reinterpret_cast<const unsigned char *>(manifest.data()),
+               manifest.size());
 }
 
 std::string moe_driver::hexValue(uint64_t value) {

@@ -71,6 +71,15 @@ void _mlir_ciface_moe_model_train_step(moe_driver::TrainStepResults *results,
                                        moe_driver::MemRef<int32_t, 2> *labels,
                                        moe_driver::MemRef<float, 1> *hyper)
     __attribute__((weak));
+
+/// The distributed runtime (lib/DistRuntime/DistRuntime.h). Weak: only a
+/// data-parallel program (`data_parallel <N>`) links it.
+int moe_dist_init(int64_t expectedWorldSize, char *error, size_t errorSize)
+    __attribute__((weak));
+int64_t moe_dist_rank(void) __attribute__((weak));
+void moe_dist_all_reduce_sum(void *data, int64_t count, int64_t dtype)
+    __attribute__((weak));
+void moe_dist_finalize(void) __attribute__((weak));
 }
 
 namespace moe_driver {
@@ -115,6 +124,9 @@ struct Manifest {
   /// Size of the train step's metrics vector, and its named entries.
   int64_t numMetrics = 0;
   std::vector<Metric> metrics;
+  /// Data-parallel ranks of the train step (`data_parallel <N>`), 1 if
+  /// not sharded.
+  int64_t dataParallel = 1;
 };
 
 /// Prints `error: <message>` to stderr and exits with status 1.

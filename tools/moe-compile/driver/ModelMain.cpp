@@ -78,6 +78,7 @@ bool parseInitKind(const std::string &text, InitKind &kind) {
 ///   param <offset> <size> <init> <std> <low> <high> <rank> <dims...> <name>
 ///   hf <transposed 0|1> <per-expert 0|1> <name>
 ///   program forward|train
+///   data_parallel <ranks>        (a sharded train step only)
 ///   metrics <count>
 ///   metric <offset> <count> <name>
 /// A name is the rest of the line after one space; `program` (default
@@ -169,6 +170,10 @@ Manifest moe_driver::parseManifest(const char *text) {
     } else if (keyword == "metrics") {
       if (std::sscanf(rest, "%ld", &manifest.numMetrics) != 1 ||
           manifest.numMetrics < 0)
+        bad();
+    } else if (keyword == "data_parallel") {
+      if (std::sscanf(rest, "%ld", &manifest.dataParallel) != 1 ||
+          manifest.dataParallel < 2)
         bad();
     } else if (keyword == "metric") {
       Metric metric;

@@ -65,6 +65,11 @@ public:
   MemRef<T, 2> matrix(int64_t rows, int64_t cols) const {
     return {data, data, 0, {rows, cols}, {cols, 1}};
   }
+  /// Rows [first, first + rows) of the matrix of `cols` columns; the
+  /// compiled code's identity layout wants the offset in the pointer.
+  MemRef<T, 2> rows(int64_t first, int64_t rows, int64_t cols) const {
+    return {data, data + first * cols, 0, {rows, cols}, {cols, 1}};
+  }
 
 private:
   size_t count;
@@ -130,6 +135,33 @@ extern "C" void onStopSignal(int signal) {
   std::signal(signal, SIG_DFL);
 }
 
+/// This process's place in a data-parallel run.
+struct DataParallel {
+  int64_t rank = 0, ranks = 1;
+};
+
+/// Joins the data-parallel group of a sharded program (the environment
+/// names it, docs/Distributed.md); only rank 0 prints to stdout after this.
+DataParallel joinDataParallel(const Manifest &manifest) {
+  DataParallel group;
+  if (manifest.dataParallel <= 1)
+    return group;
+  if (!moe_dist_init || !moe_dist_rank || !moe_dist_all_reduce_sum)
+    fail("the manifest says 'data_parallel " +
+         std::to_string(manifest.dataParallel) +
+         "' but the executable has no distributed runtime (it is damaged)");
+  char error[1024] = "";
+  if (moe_dist_init(manifest.dataParallel, error, sizeof(error)) != 0)
+    fail(std::string("cannot join the data-parallel group: ") + error);
+  group.ranks = manifest.dataParallel;
+  group.rank = moe_dist_rank();
+  std::fflush(stdout);
+  if (group.rank != 0 && !std::freopen("/dev/null", "w", stdout))
+    fail("rank " + std::to_string(group.rank) +
+         ": cannot send stdout to /dev/null: " + std::strerror(errno));
+  return group;
+}
+
 double seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since)
       .count();
@@ -161,6 +193,14 @@ int moe_driver::runTraining(int argc, char **argv, const Manifest &manifest) {
                   resumedFrom);
   }
   finishTrainOptions(options, manifest);
+  const DataParallel group = joinDataParallel(manifest);
+  if (options.batch % group.ranks != 0)
+    fail("--batch " + std::to_string(options.batch) + " is not a multiple of " +
+         "the " + std::to_string(group.ranks) +
+         " data-parallel ranks (each takes an equal share of every batch)");
+  // Every rank draws the same global batch and trains on its rows.
+  const int64_t localBatch = options.batch / group.ranks;
+  const int64_t firstRow = group.rank * localBatch;
   if (options.resume.empty())
     initialiseParams(manifest, options.seed, params.get());
   // --init-from: a fresh run (step 0, zero moments) from given parameters;
@@ -325,6 +365,9 @@ int moe_driver::runTraining(int argc, char **argv, const Manifest &manifest) {
   }
   std::fflush(stdout);
   auto save = [&](int64_t step) {
+    // The ranks hold the same state: rank 0 writes it.
+    if (group.rank != 0)
+      return std::string("(written by rank 0)");
     std::string dir = saveCheckpoint(
         options.saveDir, step, options.keep, manifest, options.hfNames,
         options.saveShardBytes, params.get(), m.get(), v.get(), runState());
@@ -347,14 +390,19 @@ int moe_driver::runTraining(int argc, char **argv, const Manifest &manifest) {
     for (int64_t i = 0; i < options.evalBatches; ++i) {
       batches.next(batch, inputs.get(), labels.get());
       MemRef<float, 1> paramsRef = params.vector();
-      MemRef<int32_t, 2> inputsRef = inputs.matrix(batch, length);
-      MemRef<int32_t, 2> labelsRef = labels.matrix(batch, length);
+      MemRef<int32_t, 2> inputsRef = inputs.rows(firstRow, localBatch, length);
+      MemRef<int32_t, 2> labelsRef = labels.rows(firstRow, localBatch, length);
       MemRef0<float> lossRef = {nullptr, nullptr, 0};
       _mlir_ciface_moe_model_forward(&lossRef, &paramsRef, &inputsRef,
                                      &labelsRef);
       checkDevice("while running the forward pass");
       sum += lossRef.aligned[lossRef.offset];
       releaseResult(lossRef.allocated);
+    }
+    // The mean over the ranks' equal shares.
+    if (group.ranks > 1) {
+      moe_dist_all_reduce_sum(&sum, 1, /*f64*/ 2);
+      sum /= static_cast<double>(group.ranks);
     }
     return sum / static_cast<double>(options.evalBatches);
   };
@@ -379,7 +427,9 @@ int moe_driver::runTraining(int argc, char **argv, const Manifest &manifest) {
   std::unique_ptr<Buffer<float>> poison;
 
   MetricsLog metricsLog;
-  metricsLog.open(options.metricsPath, resumedFrom.empty() ? -1 : startStep);
+  // Rank 0 writes the metrics file (the ranks agree on every entry).
+  metricsLog.open(group.rank == 0 ? options.metricsPath : std::string(),
+                  resumedFrom.empty() ? -1 : startStep);
   Progress progress(options.steps, startStep + 1);
 
   double stepSeconds = 0, evalSeconds = 0, intervalSeconds = 0;
@@ -413,8 +463,8 @@ int moe_driver::runTraining(int argc, char **argv, const Manifest &manifest) {
       std::fill(poison->get(), poison->get() + scalars, NAN);
       paramsRef = poison->vector();
     }
-    MemRef<int32_t, 2> inputsRef = inputs.matrix(batch, length);
-    MemRef<int32_t, 2> labelsRef = labels.matrix(batch, length);
+    MemRef<int32_t, 2> inputsRef = inputs.rows(firstRow, localBatch, length);
+    MemRef<int32_t, 2> labelsRef = labels.rows(firstRow, localBatch, length);
     TrainStepResults results;
     std::memset(&results, 0, sizeof(results));
     auto stepStart = std::chrono::steady_clock::now();
@@ -561,8 +611,15 @@ int moe_driver::runTraining(int argc, char **argv, const Manifest &manifest) {
     progress.clear();
     std::printf("saved checkpoint %s\n", saved.c_str());
   }
+  // Rank r > 0 writes its copy into DIR/rank-<r>: equal to rank 0's when
+  // the ranks stayed in step.
+  if (!options.dumpParams.empty() && group.rank != 0)
+    makeDirectory(options.dumpParams);
   if (!options.dumpParams.empty())
-    dumpParams(options.dumpParams, manifest, params.get());
+    dumpParams(group.rank == 0
+                   ? options.dumpParams
+                   : options.dumpParams + "/rank-" + std::to_string(group.rank),
+               manifest, params.get());
 
   double total = seconds(programStart);
   double trained =

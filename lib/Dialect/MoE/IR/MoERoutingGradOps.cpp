@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "moe/Dialect/MoE/IR/MoECollectiveOps.h"
 #include "moe/Dialect/MoE/IR/MoEGradOps.h"
 
 #include "VerifyUtils.h"
@@ -24,6 +25,10 @@ void MoEDialect::registerRoutingGradOps() {
 #define GET_OP_LIST
 #include "dialects/MoE/MoERoutingGradOps.cpp.inc"
       >();
+  // The collectives (MoECollectiveOps.td) ride on this hook: a hook of
+  // their own in MoEBase.td would rebuild every file that includes MoE.h.
+  addOperations<AllReduceOp, AllGatherOp, AllReduceInPlaceOp,
+                AllGatherIntoOp>();
 }
 
 //===----------------------------------------------------------------------===//

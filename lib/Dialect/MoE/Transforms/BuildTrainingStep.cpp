@@ -11,8 +11,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "moe/Conversion/MoEModelToFunc/MoEModelToFunc.h"
+#include "moe/Dialect/MoE/IR/MoECollectiveOps.h"
 #include "moe/Dialect/MoE/Transforms/Passes.h"
 #include "moe/Dialect/MoE/Transforms/ReverseMode.h"
+#include "moe/Dialect/MoE/Transforms/Sharding.h"
 #include "moe/Dialect/MoE/Transforms/Transforms.h"
 #include "moe/Dialect/MoE/Utils/TensorBuilder.h"
 
@@ -211,6 +213,32 @@ static Value reduceToScalar(ImplicitLocOpBuilder &b, Value input, double init,
                  std::nullopt);
 }
 
+/// Data parallel over `ranks` (-moe-shard): the loss and the gradient become
+/// their means over the ranks, and every moe.route balances on the global
+/// batch (-moe-fuse-routing reads the mark).
+static void averageOverRanks(GradientFunction &gradient, int64_t ranks,
+                             RewriterBase &rewriter) {
+  func::FuncOp func = gradient.func;
+  rewriter.setInsertionPoint(func.getBody().front().getTerminator());
+  ImplicitLocOpBuilder b(func.getLoc(), rewriter);
+  TensorBuilder tb(b);
+  Type f32 = b.getF32Type();
+  auto mean = [&](Value value) -> Value {
+    Type type = cast<RankedTensorType>(value.getType()).getElementType();
+    Value sum = AllReduceOp::create(b, tb.convert(value, f32),
+                                    b.getI64IntegerAttr(ranks));
+    Value count = floatConstant(b, b.getLoc(), f32, double(ranks));
+    Value average =
+        tb.map(sum, f32, [&](OpBuilder &nb, Location l, ValueRange args) {
+          return arith::DivFOp::create(nb, l, args[0], count).getResult();
+        });
+    return tb.convert(average, type);
+  };
+  gradient.loss = mean(gradient.loss);
+  gradient.grad = mean(gradient.grad);
+  func.walk([&](RouteOp route) { setDataParallel(route, ranks); });
+}
+
 /// Turns the gradient function into the training step of docs/Training.md.
 static void buildTrainStep(GradientFunction &gradient, const ModelInfo &info,
                            RewriterBase &rewriter) {
@@ -404,6 +432,10 @@ void MoEBuildTrainingStepPass::runOnOperation() {
         buildGradientFunction(model, stepName, rewriter);
     if (failed(step))
       return signalPassFailure();
+    if (int64_t ranks = getDataParallel(model); ranks > 1) {
+      averageOverRanks(*grad, ranks, rewriter);
+      averageOverRanks(*step, ranks, rewriter);
+    }
 
     // @<model>_grad returns (loss, grad).
     auto ret =

@@ -13,7 +13,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "moe/Dialect/MoE/IR/MoECollectiveOps.h"
 #include "moe/Dialect/MoE/Transforms/Passes.h"
+#include "moe/Dialect/MoE/Transforms/Sharding.h"
 #include "moe/Dialect/MoE/Transforms/Transforms.h"
 #include "moe/Dialect/MoE/Utils/TensorBuilder.h"
 
@@ -82,6 +84,11 @@ public:
   RoutingKernel buildRoutingKernel(RouteOp op, Balance balance);
   /// The balancer's next bias from the kernel's statistics.
   Value buildNextBias(RouteOp op, Balance balance, const RoutingKernel &kernel);
+  /// Data parallel (-moe-shard): the kernel's statistics summed over the
+  /// `ranks` (loads, token count, histograms) or gathered from them (the
+  /// exact balancer's `r` values), for the load result and the next bias.
+  RoutingKernel globalStatistics(const RoutingKernel &local, Balance balance,
+                                 int64_t ranks);
   /// The scan and scatter of a dispatch of the kernel's indices.
   DispatchResult buildFusedDispatch(DispatchOp op, const RoutingKernel &kernel,
                                     int64_t topK);
@@ -826,6 +833,43 @@ Value RoutedLowering::buildNextBias(RouteOp op, Balance balance,
                 });
 }
 
+RoutingKernel RoutedLowering::globalStatistics(const RoutingKernel &local,
+                                               Balance balance, int64_t ranks) {
+  IntegerAttr ranksAttr = b.getI64IntegerAttr(ranks);
+  RoutingKernel global = local;
+  global.load = AllReduceOp::create(b, local.load, ranksAttr);
+  Value count =
+      tensor::FromElementsOp::create(b, RankedTensorType::get({1}, i64()),
+                                     ValueRange{toI64(local.schedule.units)});
+  Value total = AllReduceOp::create(b, count, ranksAttr);
+  global.schedule.units =
+      toIndex(tensor::ExtractOp::create(b, total, ValueRange{idx(0)}));
+  if (balance == Balance::Histogram)
+    global.histogram = AllReduceOp::create(b, local.histogram, ranksAttr);
+  if (balance == Balance::Exact) {
+    // The valid columns [E, N] of every rank, stacked [D, E, N], then laid
+    // out as [E, D * N]: the quantile is selected among all D * N tokens
+    // (the runtime stops every rank if their N differ).
+    int64_t experts = tensorTypeOf(local.needed).getDimSize(0);
+    Value tokens = local.schedule.units;
+    Value valid = tensor::ExtractSliceOp::create(
+        b, local.needed, ArrayRef<OpFoldResult>{attr(0), attr(0)},
+        ArrayRef<OpFoldResult>{attr(experts), tokens},
+        ArrayRef<OpFoldResult>{attr(1), attr(1)});
+    auto stackedType =
+        RankedTensorType::get({ranks, experts, ShapedType::kDynamic}, f32());
+    Value stacked = AllGatherOp::create(b, stackedType, valid, ranksAttr);
+    Value moved = tensor::EmptyOp::create(
+        b, ArrayRef<OpFoldResult>{attr(experts), attr(ranks), tokens}, f32());
+    moved = linalg::TransposeOp::create(b, stacked, moved,
+                                        ArrayRef<int64_t>{1, 0, 2})
+                ->getResult(0);
+    global.needed = tensor::CollapseShapeOp::create(
+        b, moved, ArrayRef<ReassociationIndices>{{0}, {1, 2}});
+  }
+  return global;
+}
+
 //===----------------------------------------------------------------------===//
 // Dispatch
 //===----------------------------------------------------------------------===//
@@ -1151,7 +1195,12 @@ LogicalResult mlir::moe::fuseRouting(RewriterBase &rewriter, Operation *root,
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     RoutedLowering lowering(b, tiles);
     RoutingKernel kernel = lowering.buildRoutingKernel(op, balance);
-    Value nextBias = lowering.buildNextBias(op, balance, kernel);
+    // The dispatch below works on this rank's tokens; the load result and
+    // the balancer on the global batch.
+    RoutingKernel statistics = kernel;
+    if (int64_t ranks = getDataParallel(op); ranks > 1)
+      statistics = lowering.globalStatistics(kernel, balance, ranks);
+    Value nextBias = lowering.buildNextBias(op, balance, statistics);
 
     // Dispatches of the same tokens by these indices reuse the kernel's
     // counts and positions: only the scan and the scatter remain.
@@ -1173,10 +1222,10 @@ LogicalResult mlir::moe::fuseRouting(RewriterBase &rewriter, Operation *root,
       rewriter.replaceOp(dispatch, {r.permuted, r.expertOffsets, r.sourceSlot});
       ++done.fusedDispatches;
     }
-    rewriter.replaceOp(op,
-                       {kernel.weights, kernel.indices,
-                        castTensorTo(b, kernel.load, op.getLoad().getType()),
-                        castTensorTo(b, nextBias, op.getNextBias().getType())});
+    rewriter.replaceOp(
+        op, {kernel.weights, kernel.indices,
+             castTensorTo(b, statistics.load, op.getLoad().getType()),
+             castTensorTo(b, nextBias, op.getNextBias().getType())});
     ++done.routes;
   }
 

@@ -92,6 +92,35 @@ def MoEBuildTrainingStep
   ];
 }
 
+def MoEShard : Pass<"moe-shard", "::mlir::ModuleOp"> {
+  let summary = "Shard the training step of every moe.model over ranks";
+  let description = [{
+    Runs before `-moe-build-training-step` and marks each `moe.model` with
+    `moe.data_parallel = D : i64`, which that pass and
+    `-moe-fuse-routing` read (docs/Distributed.md):
+
+    * data parallel (`dp = D`): each of the D ranks runs the step on its
+      own `1/D` of the global batch (the same number of tokens on every
+      rank). `@M_train_step` and `@M_grad` sum the loss and the packed
+      gradient over the ranks (`moe.all_reduce`) and divide by D, so every
+      rank clips and applies AdamW to the same mean gradient and keeps
+      identical parameters. Each `moe.route` of those functions balances on
+      the global batch: its loads are summed over the ranks, the token count
+      too, and the quantile balancer's statistics become global (the exact
+      method gathers every rank's `r` values with `moe.all_gather` and
+      selects the quantile among all of them; the histogram method sums the
+      histograms), so that every rank writes the same next bias, the one a
+      single process computes on the concatenated batch.
+
+    `dp = 1` leaves the module unchanged. Errors: a model already marked
+    with a different degree.
+  }];
+  let options = [
+    Option<"dataParallel", "dp", "int64_t", /*default=*/"1",
+           "Number of data-parallel ranks (>= 1)">
+  ];
+}
+
 def MoEPrintModelSummary : Pass<"moe-print-model-summary", "::mlir::ModuleOp"> {
   let summary = "Print each model's layers, parameters and active parameters";
   let description = [{

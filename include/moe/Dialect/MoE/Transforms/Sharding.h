@@ -1,0 +1,40 @@
+//===- Sharding.h - How -moe-shard marks what it shards ---------*- C++ -*-===//
+//
+// Part of the moe-mlir project.
+//
+// -moe-shard marks each moe.model with its data-parallel degree;
+// -moe-build-training-step copies the mark onto the moe.route ops of the
+// gradient and the training step, which -moe-fuse-routing reads
+// (docs/Distributed.md).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MOE_DIALECT_MOE_TRANSFORMS_SHARDING_H
+#define MOE_DIALECT_MOE_TRANSFORMS_SHARDING_H
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Operation.h"
+
+namespace mlir::moe {
+
+/// `moe.data_parallel = D : i64` on a moe.model or a moe.route.
+inline constexpr llvm::StringLiteral kDataParallelAttrName =
+    "moe.data_parallel";
+
+/// The data-parallel degree `op` is marked with; 1 when unmarked.
+inline int64_t getDataParallel(Operation *op) {
+  if (auto degree = op->getAttrOfType<IntegerAttr>(kDataParallelAttrName))
+    return degree.getInt();
+  return 1;
+}
+
+/// Marks `op` with the degree `ranks` (> 1).
+inline void setDataParallel(Operation *op, int64_t ranks) {
+  Builder b(op->getContext());
+  op->setAttr(kDataParallelAttrName, b.getI64IntegerAttr(ranks));
+}
+
+} // namespace mlir::moe
+
+#endif // MOE_DIALECT_MOE_TRANSFORMS_SHARDING_H

@@ -1,0 +1,144 @@
+//===- CollectivesToRuntime.cpp - Collectives to distributed-runtime calls ===//
+//
+// Part of the moe-mlir project.
+//
+// Implements -moe-collectives-to-runtime: the buffer forms of the
+// collectives (moe.all_reduce_in_place, moe.all_gather_into) become calls
+// of the distributed runtime (lib/DistRuntime/DistRuntime.h), which runs
+// them with Gloo.
+//
+//===----------------------------------------------------------------------===//
+
+#include "moe/Conversion/Passes.h"
+#include "moe/Dialect/MoE/IR/MoECollectiveOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/SymbolTable.h"
+
+namespace mlir::moe {
+#define GEN_PASS_DEF_MOECOLLECTIVESTORUNTIME
+#include "moe/Conversion/Passes.h.inc"
+} // namespace mlir::moe
+
+using namespace mlir;
+using namespace mlir::moe;
+
+#define DEBUG_TYPE "moe-collectives-to-runtime"
+
+/// The runtime's entry points and their number of `index` arguments.
+static constexpr llvm::StringLiteral kAllReduceName = "moe_dist_all_reduce_sum";
+static constexpr llvm::StringLiteral kAllGatherName = "moe_dist_all_gather";
+static constexpr unsigned kNumArgs = 3;
+
+namespace {
+
+/// The runtime's code of an element type (DistRuntime.h).
+int64_t dtypeCode(Type type) {
+  if (type.isF32())
+    return 0;
+  if (type.isInteger(64))
+    return 1;
+  assert(type.isF64() && "the op verifiers allow f32, i64 and f64");
+  return 2;
+}
+
+/// The `func.func private @name(index, index, index)` declaration, created
+/// in `module` the first time.
+FailureOr<func::FuncOp> getOrCreateDecl(ModuleOp module, StringRef name) {
+  Builder b(module.getContext());
+  SmallVector<Type> inputs(kNumArgs, b.getIndexType());
+  FunctionType type = b.getFunctionType(inputs, {});
+  if (Operation *existing = SymbolTable::lookupSymbolIn(module, name)) {
+    auto func = dyn_cast<func::FuncOp>(existing);
+    if (!func || func.getFunctionType() != type)
+      return existing->emitOpError("uses the symbol @")
+             << name
+             << ", which -moe-collectives-to-runtime reserves for the "
+                "distributed runtime";
+    return func;
+  }
+  OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
+  auto func = func::FuncOp::create(builder, module.getLoc(), name, type);
+  func.setPrivate();
+  return func;
+}
+
+/// The address of the first element of the contiguous `buffer`, as an index.
+Value startAddress(RewriterBase &rewriter, Location loc, Value buffer) {
+  auto type = cast<MemRefType>(buffer.getType());
+  auto metadata =
+      memref::ExtractStridedMetadataOp::create(rewriter, loc, buffer);
+  Value base =
+      memref::ExtractAlignedPointerAsIndexOp::create(rewriter, loc, buffer);
+  Value bytes = arith::ConstantIndexOp::create(
+      rewriter, loc, type.getElementTypeBitWidth() / 8);
+  Value offset =
+      arith::MulIOp::create(rewriter, loc, metadata.getOffset(), bytes);
+  return arith::AddIOp::create(rewriter, loc, base, offset);
+}
+
+/// The number of elements of `buffer`.
+Value elementCount(RewriterBase &rewriter, Location loc, Value buffer) {
+  auto type = cast<MemRefType>(buffer.getType());
+  Value count = arith::ConstantIndexOp::create(rewriter, loc, 1);
+  for (int64_t i = 0; i < type.getRank(); ++i)
+    count = arith::MulIOp::create(
+        rewriter, loc, count, memref::DimOp::create(rewriter, loc, buffer, i));
+  return count;
+}
+
+struct MoECollectivesToRuntimePass
+    : public moe::impl::MoECollectivesToRuntimeBase<
+          MoECollectivesToRuntimePass> {
+  void runOnOperation() override;
+};
+
+} // namespace
+
+void MoECollectivesToRuntimePass::runOnOperation() {
+  ModuleOp module = getOperation();
+  SmallVector<Operation *> collectives;
+  module.walk([&](Operation *op) {
+    if (isa<AllReduceInPlaceOp, AllGatherIntoOp>(op))
+      collectives.push_back(op);
+  });
+  if (collectives.empty())
+    return;
+  IRRewriter rewriter(&getContext());
+  for (Operation *op : collectives) {
+    Location loc = op->getLoc();
+    rewriter.setInsertionPoint(op);
+    if (auto reduce = dyn_cast<AllReduceInPlaceOp>(op)) {
+      FailureOr<func::FuncOp> callee = getOrCreateDecl(module, kAllReduceName);
+      if (failed(callee))
+        return signalPassFailure();
+      Value buffer = reduce.getBuffer();
+      Value dtype = arith::ConstantIndexOp::create(
+          rewriter, loc,
+          dtypeCode(reduce.getBuffer().getType().getElementType()));
+      func::CallOp::create(rewriter, loc, *callee,
+                           ValueRange{startAddress(rewriter, loc, buffer),
+                                      elementCount(rewriter, loc, buffer),
+                                      dtype});
+    } else {
+      auto gather = cast<AllGatherIntoOp>(op);
+      FailureOr<func::FuncOp> callee = getOrCreateDecl(module, kAllGatherName);
+      if (failed(callee))
+        return signalPassFailure();
+      Value input = gather.getInput();
+      Value bytes = arith::MulIOp::create(
+          rewriter, loc, elementCount(rewriter, loc, input),
+          arith::ConstantIndexOp::create(
+              rewriter, loc,
+              gather.getInput().getType().getElementTypeBitWidth() / 8));
+      func::CallOp::create(
+          rewriter, loc, *callee,
+          ValueRange{startAddress(rewriter, loc, input),
+                     startAddress(rewriter, loc, gather.getOutput()), bytes});
+    }
+    rewriter.eraseOp(op);
+  }
+}
