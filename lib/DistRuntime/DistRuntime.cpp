@@ -67,7 +67,8 @@ std::string clean(const char *message) {
   for (char &c : text)
     if (c == '\n')
       c = ' ';
-  if (text.find("closed by peer") != std::string::npos)
+  if (text.find("closed by peer") != std::string::npos ||
+      text.find("reset by peer") != std::string::npos)
     text += " (another rank exited or was killed)";
   return text;
 }
