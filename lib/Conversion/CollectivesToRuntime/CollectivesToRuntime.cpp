@@ -129,11 +129,12 @@ void MoECollectivesToRuntimePass::runOnOperation() {
       if (failed(callee))
         return signalPassFailure();
       Value input = gather.getInput();
-      Value bytes = arith::MulIOp::create(
-          rewriter, loc, elementCount(rewriter, loc, input),
-          arith::ConstantIndexOp::create(
-              rewriter, loc,
-              gather.getInput().getType().getElementTypeBitWidth() / 8));
+      // One op after the other: argument evaluation order is unspecified.
+      Value count = elementCount(rewriter, loc, input);
+      Value width = arith::ConstantIndexOp::create(
+          rewriter, loc,
+          gather.getInput().getType().getElementTypeBitWidth() / 8);
+      Value bytes = arith::MulIOp::create(rewriter, loc, count, width);
       func::CallOp::create(
           rewriter, loc, *callee,
           ValueRange{startAddress(rewriter, loc, input),

@@ -32,10 +32,10 @@ func.func @reduce(%a: memref<?x3xf32>, %b: memref<5xi64>, %c: memref<f64>) {
 // -----
 
 // CHECK-LABEL: func.func @gather
-// CHECK: %[[C8:.*]] = arith.constant 8 : index
 // CHECK: memref.dim %{{.*}}, %{{.*}} : memref<4x?xi64>
 // CHECK: %[[D1:.*]] = memref.dim %{{.*}}, %{{.*}} : memref<4x?xi64>
 // CHECK: %[[N:.*]] = arith.muli %{{.*}}, %[[D1]] : index
+// CHECK: %[[C8:.*]] = arith.constant 8 : index
 // CHECK: %[[BYTES:.*]] = arith.muli %[[N]], %[[C8]] : index
 // CHECK: call @moe_dist_all_gather(%{{.*}}, %{{.*}}, %[[BYTES]]) : (index, index, index) -> ()
 // CHECK: func.func private @moe_dist_all_gather(index, index, index)
