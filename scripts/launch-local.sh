@@ -14,9 +14,10 @@
 # all of them. When one exits with a non-zero status, the others get
 # MOE_LAUNCH_GRACE seconds (default 3) to finish (the runtime reports the
 # failure it sees), then SIGTERM and, after one more second, SIGKILL
-# (stopped processes too). Exits with the status of the first process that
-# failed (128 + signal for a signal), or 0 when all succeeded. SIGINT and
-# SIGTERM of this script are passed on to the processes.
+# (stopped processes too). Exits with the status of the first process seen
+# failing (polled every 0.1 s; 128 + signal for a signal), or 0 when all
+# succeeded. SIGINT and SIGTERM of this script are passed on to the
+# processes.
 set -uo pipefail
 
 usage() {
@@ -78,23 +79,27 @@ for pid in "${pids[@]}"; do
 done
 first_status=0
 stopper=""
+# Polls instead of `wait -n`: bash 5.2's `wait -n PIDS` skips a child that
+# bash reaped already (one killed by a signal, reported as "Killed"), and
+# then fails with "no such job". `wait PID` still returns its status.
 while ((${#live[@]} > 0)); do
-  finished=""
-  wait -n -p finished "${!live[@]}"
-  status=$?
-  # wait -n returns 127 without a pid when no child is left.
-  [[ -z "$finished" ]] && break
-  unset "live[$finished]"
-  if ((status != 0 && first_status == 0)); then
-    first_status=$status
-    # Lets the others report what they see, then ends them.
-    (
-      trap - INT TERM
-      sleep "$grace"
-      stop_all
-    ) &
-    stopper=$!
-  fi
+  for pid in "${!live[@]}"; do
+    kill -0 "$pid" 2>/dev/null && continue
+    wait "$pid"
+    status=$?
+    unset "live[$pid]"
+    if ((status != 0 && first_status == 0)); then
+      first_status=$status
+      # Lets the others report what they see, then ends them.
+      (
+        trap - INT TERM
+        sleep "$grace"
+        stop_all
+      ) &
+      stopper=$!
+    fi
+  done
+  ((${#live[@]} > 0)) && sleep 0.1
 done
 if [[ -n "$stopper" ]]; then
   kill "$stopper" 2>/dev/null

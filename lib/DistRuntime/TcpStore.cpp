@@ -345,13 +345,26 @@ std::vector<char> TcpStore::getUntil(const std::string &key,
                                      Clock::time_point end) {
   if (key.size() > kMaxKey)
     fail("store key '" + key + "' is too long");
-  // Gloo's keys are "<rank>" and "rank_<rank>": name the rank that sets it.
-  std::string digits = key.rfind("rank_", 0) == 0 ? key.substr(5) : key;
-  bool isRank = !digits.empty() && digits.size() < 8 &&
-                digits.find_first_not_of("0123456789") == std::string::npos;
+  // Gloo's keys are "<rank>" and "rank_<rank>", under "ep<g>/" for the
+  // ranks of expert-parallel group g: name the rank that sets it.
+  auto isNumber = [](const std::string &text) {
+    return !text.empty() && text.size() < 8 &&
+           text.find_first_not_of("0123456789") == std::string::npos;
+  };
+  std::string group, digits = key;
+  size_t slash = key.find('/');
+  if (key.rfind("ep", 0) == 0 && slash != std::string::npos &&
+      isNumber(key.substr(2, slash - 2))) {
+    group = key.substr(2, slash - 2);
+    digits = key.substr(slash + 1);
+  }
+  if (digits.rfind("rank_", 0) == 0)
+    digits = digits.substr(5);
   const std::string what =
-      isRank ? "rank " + digits + " (store key '" + key + "')"
-             : "store key '" + key + "' (set by another rank)";
+      !isNumber(digits) ? "store key '" + key + "' (set by another rank)"
+      : group.empty()   ? "rank " + digits + " (store key '" + key + "')"
+                        : "rank " + digits + " of EP group " + group +
+                              " (store key '" + key + "')";
   if (rank == 0) {
     std::unique_lock<std::mutex> lock(mutex);
     if (!keySet.wait_until(lock, end, [&] { return keys.count(key) != 0; }))
