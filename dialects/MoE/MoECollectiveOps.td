@@ -17,6 +17,7 @@
 #define MOE_DIALECT_MOE_MOECOLLECTIVEOPS_TD
 
 include "dialects/MoE/MoEBase.td"
+include "dialects/MoE/MoETypes.td"
 include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
@@ -132,6 +133,113 @@ def MoE_AllGatherIntoOp : MoE_Op<"all_gather_into"> {
                        MoE_RankCount:$ranks);
   let assemblyFormat = [{
     $input `,` $output attr-dict `:` type($input) `,` type($output)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Expert-parallel exchanges
+//===----------------------------------------------------------------------===//
+
+def MoE_ExpertRankOp : MoE_Op<"expert_rank", [Pure]> {
+  let summary = "This process's rank in its expert-parallel group";
+  let description = [{
+    The rank, in `[0, ranks)`, of this process inside its expert-parallel
+    group: the `ranks` consecutive processes `[(r / ranks) * ranks,
+    (r / ranks + 1) * ranks)` of the world (docs/Distributed.md). It owns the
+    experts `[rank * E / ranks, (rank + 1) * E / ranks)` of every MoE layer.
+
+    ```mlir
+    %rank = moe.expert_rank {ranks = 2}
+    ```
+  }];
+  let arguments = (ins MoE_RankCount:$ranks);
+  let results = (outs Index:$result);
+  let assemblyFormat = "attr-dict";
+}
+
+def MoE_AllToAllOp : MoE_Op<"all_to_all", [
+    SameOperandsAndResultType,
+    DeclareOpInterfaceMethods<BufferizableOpInterface,
+      ["bufferizesToMemoryRead", "bufferizesToMemoryWrite",
+       "getAliasingValues", "bufferize", "bufferizesToAllocation",
+       "getBufferType"]>]> {
+  let summary = "Blocks exchanged between the ranks of an expert-parallel group";
+  let description = [{
+    `input: [ranks, ...]`: every rank of the expert-parallel group sends
+    block `q` to group rank `q`; `result[p]` is the block that group rank `p`
+    sent to this rank.
+
+    ```mlir
+    %recv = moe.all_to_all %send {ranks = 2} : tensor<2x8xi64>
+    ```
+  }];
+  let arguments = (ins MoE_CollectiveTensor:$input, MoE_RankCount:$ranks);
+  let results = (outs MoE_CollectiveTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def MoE_AllToAllVOp : MoE_Op<"all_to_all_v", [
+    DeclareOpInterfaceMethods<BufferizableOpInterface,
+      ["bufferizesToMemoryRead", "bufferizesToMemoryWrite",
+       "getAliasingValues", "bufferize", "bufferizesToAllocation",
+       "getBufferType"]>]> {
+  let summary = "Ragged row exchange between the ranks of an expert-parallel group";
+  let description = [{
+    `input: [M, ...]` holds the rows for group rank 0, then those for rank 1,
+    ...: `send_rows[q]` rows for rank `q` (`sum(send_rows) = M`). The result
+    holds the `recv_rows[p]` rows that group rank `p` sent to this rank, in
+    `p` order; `total = sum(recv_rows)` is its number of rows. What rank `p`
+    sends to `q` must be what `q` expects from `p` (the runtime checks and
+    stops every rank otherwise).
+
+    ```mlir
+    %rows = moe.all_to_all_v %sorted, %send, %recv, %total {ranks = 2}
+        : (tensor<?x64xf32>, tensor<2xi64>, tensor<2xi64>) -> tensor<?x64xf32>
+    ```
+  }];
+  let arguments = (ins MoE_FloatTensor:$input, MoE_I64Tensor:$send_rows,
+                       MoE_I64Tensor:$recv_rows, Index:$total,
+                       MoE_RankCount:$ranks);
+  let results = (outs MoE_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $send_rows `,` $recv_rows `,` $total attr-dict `:`
+    `(` type($input) `,` type($send_rows) `,` type($recv_rows) `)` `->`
+    type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def MoE_AllToAllIntoOp : MoE_Op<"all_to_all_into"> {
+  let summary = "moe.all_to_all on buffers";
+  let description = [{
+    The buffer form of `moe.all_to_all`: contiguous `input` and `output` of
+    the same type `[ranks, ...]`.
+  }];
+  let arguments = (ins Arg<MoE_CollectiveBuffer, "", [MemRead]>:$input,
+                       Arg<MoE_CollectiveBuffer, "", [MemWrite]>:$output,
+                       MoE_RankCount:$ranks);
+  let assemblyFormat = [{
+    $input `,` $output attr-dict `:` type($input) `,` type($output)
+  }];
+  let hasVerifier = 1;
+}
+
+def MoE_AllToAllVIntoOp : MoE_Op<"all_to_all_v_into"> {
+  let summary = "moe.all_to_all_v on buffers";
+  let description = [{
+    The buffer form of `moe.all_to_all_v`: contiguous row-major `input` and
+    `output` of the same element type and row shape, and the row counts.
+  }];
+  let arguments = (ins Arg<AnyMemRef, "", [MemRead]>:$input,
+                       Arg<MemRefOf<[I64]>, "", [MemRead]>:$send_rows,
+                       Arg<AnyMemRef, "", [MemWrite]>:$output,
+                       Arg<MemRefOf<[I64]>, "", [MemRead]>:$recv_rows,
+                       MoE_RankCount:$ranks);
+  let assemblyFormat = [{
+    $input `,` $send_rows `,` $output `,` $recv_rows attr-dict `:`
+    type($input) `,` type($send_rows) `,` type($output) `,` type($recv_rows)
   }];
   let hasVerifier = 1;
 }

@@ -12,10 +12,20 @@
 
 // RUN: not moe-compile %s --data-parallel=0 -o %t/x 2>&1 | FileCheck %s --check-prefix=ZERO
 // ZERO: error: --data-parallel must be at least 1
+// RUN: not moe-compile %s --expert-parallel=0 -o %t/x 2>&1 | FileCheck %s --check-prefix=EPZERO
+// EPZERO: error: --expert-parallel must be at least 1
+
+// --data-parallel=2 --expert-parallel=2: four ranks in groups of two.
+// RUN: moe-compile %s --data-parallel=2 --expert-parallel=2 --emit=mlir -o %t/dpep.mlir
+// RUN: FileCheck %s --check-prefix=DPEP < %t/dpep.mlir
+// DPEP-DAG: llvm.func @moe_dist_all_to_all_v(i64, i64, i64, i64, i64)
+// DPEP-DAG: llvm.func @moe_dist_all_to_all(i64, i64, i64, i64)
+// DPEP-DAG: llvm.func @moe_dist_group_rank(i64) -> i64
+// DPEP-DAG: llvm.mlir.global external constant @moe_model_manifest("moe-model 1\0Aname toy\0A{{.*}}\0Aprogram train\0A{{.*}}data_parallel 4\0Aexpert_parallel 2\0A\00")
 // RUN: not moe-compile %s --data-parallel=2 --forward-only -o %t/x 2>&1 | FileCheck %s --check-prefix=FWD
-// FWD: error: --data-parallel shards the training program; a --forward-only program has no step to shard
+// FWD: error: --data-parallel and --expert-parallel shard the training program; a --forward-only program has no step to shard
 // RUN: not moe-compile %s --data-parallel=2 --target=cuda -o %t/x 2>&1 | FileCheck %s --check-prefix=CUDA
-// CUDA: error: --data-parallel needs --target=cpu: the CUDA back end has no training program and no NCCL collectives yet
+// CUDA: error: --data-parallel and --expert-parallel need --target=cpu: the CUDA back end has no training program and no NCCL collectives yet
 
 // --data-parallel=1 is the ordinary program.
 // RUN: moe-compile %s --data-parallel=1 --emit=mlir -o %t/one.mlir

@@ -128,6 +128,17 @@ static cl::opt<unsigned> dataParallel(
              "it with torchrun-style variables, e.g. scripts/launch-local.sh "
              "(docs/Distributed.md). --target=cpu only"),
     cl::value_desc("N"), cl::init(1), cl::cat(compileCategory));
+static cl::opt<unsigned> expertParallel(
+    "expert-parallel",
+    cl::desc("Share the experts of every MoE layer among groups of P "
+             "processes (-moe-shard{ep=P}): the rows of each expert go to "
+             "the process that owns it and back. The program runs on "
+             "--data-parallel x P processes, each with its own share of "
+             "every batch. --target=cpu only"),
+    cl::value_desc("P"), cl::init(1), cl::cat(compileCategory));
+
+/// The processes of a sharded program: --data-parallel x --expert-parallel.
+static unsigned worldSize() { return dataParallel * expertParallel; }
 static cl::opt<unsigned> optLevel("opt-level",
                                   cl::desc("LLVM optimisation level (0-3)"),
                                   cl::init(2), cl::cat(compileCategory));
@@ -514,12 +525,14 @@ static LogicalResult buildProgram(ModuleOp module, moe::ModelOp model,
   auto passError = [](const llvm::Twine &message) {
     return toolError(message);
   };
-  if (dataParallel > 1) {
+  if (worldSize() > 1) {
     const PassInfo *shard = PassInfo::lookup(kShardPass);
     if (!shard)
       return toolError("this moe-compile has no -" + kShardPass +
                        " pass, so it cannot build a data-parallel program");
-    if (failed(shard->addToPipeline(pm, "dp=" + std::to_string(dataParallel),
+    if (failed(shard->addToPipeline(pm,
+                                    "dp=" + std::to_string(dataParallel) +
+                                        " ep=" + std::to_string(expertParallel),
                                     passError)))
       return failure();
   }
@@ -562,8 +575,10 @@ static LogicalResult buildProgram(ModuleOp module, moe::ModelOp model,
         SymbolTable::symbolKnownUseEmpty(func, module))
       func.erase();
   manifest += "program train\n" + *metrics;
-  if (dataParallel > 1)
-    manifest += "data_parallel " + std::to_string(dataParallel) + "\n";
+  if (worldSize() > 1)
+    manifest += "data_parallel " + std::to_string(worldSize()) + "\n";
+  if (expertParallel > 1)
+    manifest += "expert_parallel " + std::to_string(expertParallel) + "\n";
   return success();
 }
 
@@ -760,7 +775,7 @@ static LogicalResult linkExecutable(llvm::StringRef object,
     args.append({runtime, "-lopenblas"});
     // A data-parallel program's collectives call the distributed runtime,
     // which runs them with Gloo.
-    if (dataParallel > 1) {
+    if (worldSize() > 1) {
       std::string dist = findDistRuntimeLibrary(argv0);
       if (!llvm::sys::fs::exists(dist))
         return toolError("cannot find the distributed runtime library '" +
@@ -847,6 +862,7 @@ static FailureOr<std::string> buildCacheKey(llvm::StringRef input,
   key.add("target", target == Target::CUDA ? "cuda" : "cpu");
   key.add("forward-only", forwardOnly ? "1" : "0");
   key.add("data-parallel", std::to_string(dataParallel));
+  key.add("expert-parallel", std::to_string(expertParallel));
   key.add("opt-level", std::to_string(optLevel));
   key.add("blas", cpuBlas ? "1" : "0");
   key.add("profile", cpuProfile ? "1" : "0");
@@ -1058,12 +1074,16 @@ static LogicalResult compile(const char *argv0, TimingScope &root,
   parseTimer.stop();
   if (dataParallel == 0)
     return toolError("--data-parallel must be at least 1");
-  if (dataParallel > 1 && forwardOnly)
-    return toolError("--data-parallel shards the training program; a "
-                     "--forward-only program has no step to shard");
-  if (dataParallel > 1 && target == Target::CUDA)
-    return toolError("--data-parallel needs --target=cpu: the CUDA back end "
-                     "has no training program and no NCCL collectives yet");
+  if (expertParallel == 0)
+    return toolError("--expert-parallel must be at least 1");
+  if (worldSize() > 1 && forwardOnly)
+    return toolError("--data-parallel and --expert-parallel shard the "
+                     "training program; a --forward-only program has no "
+                     "step to shard");
+  if (worldSize() > 1 && target == Target::CUDA)
+    return toolError("--data-parallel and --expert-parallel need "
+                     "--target=cpu: the CUDA back end has no training "
+                     "program and no NCCL collectives yet");
   if (target == Target::CUDA && !forwardOnly)
     return toolError("--target=cuda cannot build a training program yet "
                      "(the GPU back end has no gradient kernels); pass "

@@ -167,7 +167,13 @@ def MoECollectivesToRuntime
       func.call @moe_dist_all_reduce_sum(%data, %count, %dtype)
           : (index, index, index) -> ()
 
-    and `moe.all_gather_into %input, %output {ranks = D}`
+    `moe.expert_rank` becomes `func.call @moe_dist_group_rank(1)`,
+    `moe.all_to_all_into %in, %out` a call of `@moe_dist_all_to_all(%in,
+    %out, %bytes_per_rank, 1)` and `moe.all_to_all_v_into %in, %send,
+    %out, %recv` one of `@moe_dist_all_to_all_v(%in, %send_bytes, %out,
+    %recv_bytes, 1)` with the row counts turned into byte counts on the
+    stack (group 1: this rank's expert-parallel group);
+    `moe.all_gather_into %input, %output {ranks = D}`
 
       func.call @moe_dist_all_gather(%in, %out, %bytes_per_rank)
           : (index, index, index) -> ()
@@ -184,7 +190,8 @@ def MoECollectivesToRuntime
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::func::FuncDialect",
-    "::mlir::memref::MemRefDialect"
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect"
   ];
 }
 

@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/SymbolTable.h"
 
@@ -28,10 +29,14 @@ using namespace mlir::moe;
 
 #define DEBUG_TYPE "moe-collectives-to-runtime"
 
-/// The runtime's entry points and their number of `index` arguments.
+/// The runtime's entry points (all arguments `index`).
 static constexpr llvm::StringLiteral kAllReduceName = "moe_dist_all_reduce_sum";
 static constexpr llvm::StringLiteral kAllGatherName = "moe_dist_all_gather";
-static constexpr unsigned kNumArgs = 3;
+static constexpr llvm::StringLiteral kAllToAllName = "moe_dist_all_to_all";
+static constexpr llvm::StringLiteral kAllToAllVName = "moe_dist_all_to_all_v";
+static constexpr llvm::StringLiteral kGroupRankName = "moe_dist_group_rank";
+/// The runtime's group argument: 1 is this rank's expert-parallel group.
+static constexpr int64_t kExpertGroup = 1;
 
 namespace {
 
@@ -45,12 +50,17 @@ int64_t dtypeCode(Type type) {
   return 2;
 }
 
-/// The `func.func private @name(index, index, index)` declaration, created
-/// in `module` the first time.
-FailureOr<func::FuncOp> getOrCreateDecl(ModuleOp module, StringRef name) {
+/// The `func.func private @name(index x numArgs) [-> index]` declaration,
+/// created in `module` the first time.
+FailureOr<func::FuncOp> getOrCreateDecl(ModuleOp module, StringRef name,
+                                        unsigned numArgs,
+                                        bool returnsIndex = false) {
   Builder b(module.getContext());
-  SmallVector<Type> inputs(kNumArgs, b.getIndexType());
-  FunctionType type = b.getFunctionType(inputs, {});
+  SmallVector<Type> inputs(numArgs, b.getIndexType());
+  SmallVector<Type> results;
+  if (returnsIndex)
+    results.push_back(b.getIndexType());
+  FunctionType type = b.getFunctionType(inputs, results);
   if (Operation *existing = SymbolTable::lookupSymbolIn(module, name)) {
     auto func = dyn_cast<func::FuncOp>(existing);
     if (!func || func.getFunctionType() != type)
@@ -90,6 +100,39 @@ Value elementCount(RewriterBase &rewriter, Location loc, Value buffer) {
   return count;
 }
 
+/// The bytes of one row (all dimensions but the first) of `buffer`.
+Value rowBytes(RewriterBase &rewriter, Location loc, Value buffer) {
+  auto type = cast<MemRefType>(buffer.getType());
+  Value bytes = arith::ConstantIndexOp::create(
+      rewriter, loc, type.getElementTypeBitWidth() / 8);
+  for (int64_t i = 1; i < type.getRank(); ++i) {
+    Value size = memref::DimOp::create(rewriter, loc, buffer, i);
+    bytes = arith::MulIOp::create(rewriter, loc, bytes, size);
+  }
+  return bytes;
+}
+
+/// A new stack buffer of the byte counts `rows[q] * bytes`, one per rank.
+Value byteCounts(RewriterBase &rewriter, Location loc, Value rows, Value bytes,
+                 int64_t ranks) {
+  Type i64 = rewriter.getI64Type();
+  auto type = MemRefType::get({ranks}, i64);
+  Value counts = memref::AllocaOp::create(rewriter, loc, type);
+  Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+  Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+  Value end = arith::ConstantIndexOp::create(rewriter, loc, ranks);
+  Value width = arith::IndexCastOp::create(rewriter, loc, i64, bytes);
+  scf::ForOp::create(
+      rewriter, loc, zero, end, one, ValueRange{},
+      [&](OpBuilder &b, Location l, Value q, ValueRange) {
+        Value count = memref::LoadOp::create(b, l, rows, ValueRange{q});
+        Value total = arith::MulIOp::create(b, l, count, width);
+        memref::StoreOp::create(b, l, total, counts, ValueRange{q});
+        scf::YieldOp::create(b, l);
+      });
+  return counts;
+}
+
 struct MoECollectivesToRuntimePass
     : public moe::impl::MoECollectivesToRuntimeBase<
           MoECollectivesToRuntimePass> {
@@ -102,7 +145,8 @@ void MoECollectivesToRuntimePass::runOnOperation() {
   ModuleOp module = getOperation();
   SmallVector<Operation *> collectives;
   module.walk([&](Operation *op) {
-    if (isa<AllReduceInPlaceOp, AllGatherIntoOp>(op))
+    if (isa<AllReduceInPlaceOp, AllGatherIntoOp, AllToAllIntoOp,
+            AllToAllVIntoOp, ExpertRankOp>(op))
       collectives.push_back(op);
   });
   if (collectives.empty())
@@ -112,7 +156,8 @@ void MoECollectivesToRuntimePass::runOnOperation() {
     Location loc = op->getLoc();
     rewriter.setInsertionPoint(op);
     if (auto reduce = dyn_cast<AllReduceInPlaceOp>(op)) {
-      FailureOr<func::FuncOp> callee = getOrCreateDecl(module, kAllReduceName);
+      FailureOr<func::FuncOp> callee =
+          getOrCreateDecl(module, kAllReduceName, 3);
       if (failed(callee))
         return signalPassFailure();
       Value buffer = reduce.getBuffer();
@@ -123,9 +168,58 @@ void MoECollectivesToRuntimePass::runOnOperation() {
                            ValueRange{startAddress(rewriter, loc, buffer),
                                       elementCount(rewriter, loc, buffer),
                                       dtype});
+    } else if (auto rank = dyn_cast<ExpertRankOp>(op)) {
+      FailureOr<func::FuncOp> callee =
+          getOrCreateDecl(module, kGroupRankName, 1, /*returnsIndex=*/true);
+      if (failed(callee))
+        return signalPassFailure();
+      Value group = arith::ConstantIndexOp::create(rewriter, loc, kExpertGroup);
+      auto call =
+          func::CallOp::create(rewriter, loc, *callee, ValueRange{group});
+      rewriter.replaceOp(rank, call.getResults());
+      continue;
+    } else if (auto exchange = dyn_cast<AllToAllIntoOp>(op)) {
+      FailureOr<func::FuncOp> callee =
+          getOrCreateDecl(module, kAllToAllName, 4);
+      if (failed(callee))
+        return signalPassFailure();
+      Value input = exchange.getInput();
+      Value count = elementCount(rewriter, loc, input);
+      Value width = arith::ConstantIndexOp::create(
+          rewriter, loc,
+          exchange.getInput().getType().getElementTypeBitWidth() / 8);
+      Value bytes = arith::MulIOp::create(rewriter, loc, count, width);
+      Value ranks =
+          arith::ConstantIndexOp::create(rewriter, loc, exchange.getRanks());
+      Value perRank = arith::DivUIOp::create(rewriter, loc, bytes, ranks);
+      Value group = arith::ConstantIndexOp::create(rewriter, loc, kExpertGroup);
+      func::CallOp::create(
+          rewriter, loc, *callee,
+          ValueRange{startAddress(rewriter, loc, input),
+                     startAddress(rewriter, loc, exchange.getOutput()), perRank,
+                     group});
+    } else if (auto exchange = dyn_cast<AllToAllVIntoOp>(op)) {
+      FailureOr<func::FuncOp> callee =
+          getOrCreateDecl(module, kAllToAllVName, 5);
+      if (failed(callee))
+        return signalPassFailure();
+      int64_t ranks = exchange.getRanks();
+      Value bytes = rowBytes(rewriter, loc, exchange.getInput());
+      Value send =
+          byteCounts(rewriter, loc, exchange.getSendRows(), bytes, ranks);
+      Value recv =
+          byteCounts(rewriter, loc, exchange.getRecvRows(), bytes, ranks);
+      Value group = arith::ConstantIndexOp::create(rewriter, loc, kExpertGroup);
+      func::CallOp::create(
+          rewriter, loc, *callee,
+          ValueRange{startAddress(rewriter, loc, exchange.getInput()),
+                     startAddress(rewriter, loc, send),
+                     startAddress(rewriter, loc, exchange.getOutput()),
+                     startAddress(rewriter, loc, recv), group});
     } else {
       auto gather = cast<AllGatherIntoOp>(op);
-      FailureOr<func::FuncOp> callee = getOrCreateDecl(module, kAllGatherName);
+      FailureOr<func::FuncOp> callee =
+          getOrCreateDecl(module, kAllGatherName, 3);
       if (failed(callee))
         return signalPassFailure();
       Value input = gather.getInput();

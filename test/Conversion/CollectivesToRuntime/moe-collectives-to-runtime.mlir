@@ -53,3 +53,30 @@ func.func @clash(%a: memref<4xf32>, %b: memref<2x4xf32>) {
   moe.all_gather_into %a, %b {ranks = 2} : memref<4xf32>, memref<2x4xf32>
   return
 }
+
+// -----
+
+// The expert group's calls: the rank, the fixed blocks (bytes per rank =
+// all bytes / ranks) and the ragged rows, whose row counts become byte
+// counts in stack buffers (rows * 8 * 4 bytes).
+// CHECK-LABEL: func.func @expert_group
+// CHECK: %[[G:.*]] = arith.constant 1 : index
+// CHECK: %[[RANK:.*]] = call @moe_dist_group_rank(%[[G]]) : (index) -> index
+// CHECK: %[[TWO:.*]] = arith.constant 2 : index
+// CHECK-NEXT: %[[PER:.*]] = arith.divui %{{.*}}, %[[TWO]] : index
+// CHECK: call @moe_dist_all_to_all(%{{.*}}, %{{.*}}, %[[PER]], %{{.*}}) : (index, index, index, index) -> ()
+// CHECK: %[[SEND:.*]] = memref.alloca() : memref<2xi64>
+// CHECK: scf.for
+// CHECK:   memref.load
+// CHECK:   arith.muli
+// CHECK:   memref.store
+// CHECK: %[[RECV:.*]] = memref.alloca() : memref<2xi64>
+// CHECK: call @moe_dist_all_to_all_v(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (index, index, index, index, index) -> ()
+// CHECK: return %[[RANK]]
+func.func @expert_group(%c: memref<2x4xi64>, %d: memref<2x4xi64>, %r: memref<?x8xf32>,
+                        %s: memref<2xi64>, %o: memref<?x8xf32>, %t: memref<2xi64>) -> index {
+  %rank = moe.expert_rank {ranks = 2}
+  moe.all_to_all_into %c, %d {ranks = 2} : memref<2x4xi64>, memref<2x4xi64>
+  moe.all_to_all_v_into %r, %s, %o, %t {ranks = 2} : memref<?x8xf32>, memref<2xi64>, memref<?x8xf32>, memref<2xi64>
+  return %rank : index
+}

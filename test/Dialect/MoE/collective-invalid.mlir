@@ -61,3 +61,35 @@ func.func @gather_into(%a: memref<4xf32>, %b: memref<2x5xf32>) {
   moe.all_gather_into %a, %b {ranks = 2} : memref<4xf32>, memref<2x5xf32>
   return
 }
+
+// -----
+
+func.func @to_all_blocks(%c: tensor<3x4xi64>) {
+  // expected-error@+1 {{expects a leading dimension of the 2 ranks, got 'tensor<3x4xi64>'}}
+  %0 = moe.all_to_all %c {ranks = 2} : tensor<3x4xi64>
+  return
+}
+
+// -----
+
+func.func @to_all_v_counts(%r: tensor<?x8xf32>, %s: tensor<3xi64>, %t: tensor<2xi64>, %n: index) {
+  // expected-error@+1 {{expects send_rows to hold one count per rank (2), got 'tensor<3xi64>'}}
+  %0 = moe.all_to_all_v %r, %s, %t, %n {ranks = 2} : (tensor<?x8xf32>, tensor<3xi64>, tensor<2xi64>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @to_all_v_rows(%r: tensor<?x8xf32>, %s: tensor<2xi64>, %n: index) {
+  // expected-error@+1 {{expects rows of the same shape in and out, got 'tensor<?x8xf32>' and 'tensor<?x4xf32>'}}
+  %0 = moe.all_to_all_v %r, %s, %s, %n {ranks = 2} : (tensor<?x8xf32>, tensor<2xi64>, tensor<2xi64>) -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @to_all_into(%a: memref<2x4xi64>, %b: memref<2x5xi64>) {
+  // expected-error@+1 {{expects the input and output buffers to have one type, got 'memref<2x4xi64>' and 'memref<2x5xi64>'}}
+  moe.all_to_all_into %a, %b {ranks = 2} : memref<2x4xi64>, memref<2x5xi64>
+  return
+}

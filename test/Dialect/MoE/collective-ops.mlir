@@ -51,3 +51,27 @@ func.func @unused(%g: tensor<4xf32>) {
   %0 = moe.all_reduce %g {ranks = 2} : tensor<4xf32>
   return
 }
+
+// -----
+
+// The expert-parallel exchanges.
+// CHECK-LABEL: func.func @exchanges
+// CHECK: %[[RANK:.*]] = moe.expert_rank {ranks = 2 : i64}
+// CHECK: moe.all_to_all %{{.*}} {ranks = 2 : i64} : tensor<2x4xi64>
+// CHECK: moe.all_to_all_v %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {ranks = 2 : i64} : (tensor<?x8xf32>, tensor<2xi64>, tensor<2xi64>) -> tensor<?x8xf32>
+func.func @exchanges(%counts: tensor<2x4xi64>, %rows: tensor<?x8xf32>,
+                     %send: tensor<2xi64>, %recv: tensor<2xi64>, %total: index)
+    -> (index, tensor<2x4xi64>, tensor<?x8xf32>) {
+  %rank = moe.expert_rank {ranks = 2}
+  %0 = moe.all_to_all %counts {ranks = 2} : tensor<2x4xi64>
+  %1 = moe.all_to_all_v %rows, %send, %recv, %total {ranks = 2}
+      : (tensor<?x8xf32>, tensor<2xi64>, tensor<2xi64>) -> tensor<?x8xf32>
+  return %rank, %0, %1 : index, tensor<2x4xi64>, tensor<?x8xf32>
+}
+
+// The received rows get a buffer of `total` rows.
+// BUF-LABEL: func.func @exchanges
+// BUF-SAME: %[[TOTAL:[^:]*]]: index)
+// BUF: moe.all_to_all_into %{{.*}}, %{{.*}} {ranks = 2 : i64} : memref<2x4xi64>, memref<2x4xi64>
+// BUF: %[[ROWS:.*]] = memref.alloc(%[[TOTAL]]) {{.*}}: memref<?x8xf32>
+// BUF: moe.all_to_all_v_into %{{.*}}, %{{.*}}, %[[ROWS]], %{{.*}} {ranks = 2 : i64} : memref<?x8xf32{{.*}}>, memref<2xi64{{.*}}>, memref<?x8xf32>, memref<2xi64{{.*}}>

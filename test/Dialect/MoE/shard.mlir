@@ -3,6 +3,10 @@
 // RUN: moe-opt %s -moe-shard="dp=2" -moe-build-training-step -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=STEP
 // RUN: moe-opt %s -moe-shard="dp=2" -moe-build-training-step -moe-fuse-routing -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=ROUTE
 // RUN: not moe-opt %s -moe-shard="dp=0" -split-input-file 2>&1 | FileCheck %s --check-prefix=ZERO
+// RUN: not moe-opt %s -moe-shard="ep=0" -split-input-file 2>&1 | FileCheck %s --check-prefix=EPZERO
+// RUN: moe-opt %s -moe-shard="dp=1 ep=2" -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=EPMARK
+// RUN: moe-opt %s -moe-shard="dp=1 ep=2" -moe-build-training-step -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=EP
+// RUN: not moe-opt %s -moe-shard="dp=1 ep=3" -moe-build-training-step -split-input-file 2>&1 | FileCheck %s --check-prefix=EP3
 
 // -moe-shard marks the model; -moe-build-training-step then averages the
 // loss and the gradient over the ranks and marks the routes, which
@@ -12,6 +16,29 @@
 // MARK-SAME: moe.data_parallel = 2 : i64
 // ONE-NOT: moe.data_parallel = 2
 // ZERO: error: -moe-shard: dp must be at least 1, got 0
+// EPZERO: error: -moe-shard: ep must be at least 1, got 0
+
+// Expert parallel: the world is dp * ep ranks, each with its own tokens.
+// EPMARK: moe.model @quad
+// EPMARK-SAME: moe.data_parallel = 2 : i64, moe.expert_parallel = 2 : i64
+
+// Each rank computes its 2 of the 4 experts on the rows every rank sends
+// it: the counts [ranks, 2] first, the rows, the local weights at
+// rank * 2, the rows back.
+// EP-LABEL: func.func @quad_train_step(
+// EP: %{{.*}}, %[[OFF:.*]], %{{.*}} = moe.dispatch
+// EP: %[[RANK:.*]] = moe.expert_rank {ranks = 2 : i64}
+// EP: %[[RECV:.*]] = moe.all_to_all %{{.*}} {ranks = 2 : i64} : tensor<2x2xi64>
+// EP: moe.all_to_all_v %{{.*}} {ranks = 2 : i64} : (tensor<?x4xf32>, tensor<2xi64>, tensor<2xi64>) -> tensor<?x4xf32>
+// EP: scf.for
+// EP: %[[FIRST:.*]] = arith.muli %[[RANK]], %{{.*}} : index
+// EP: tensor.extract_slice %{{.*}}[%[[FIRST]], 0, 0] [2, 4, 2] [1, 1, 1] : tensor<4x4x2xf32> to tensor<2x4x2xf32>
+// EP: moe.expert_ffn %{{.*}} : (tensor<?x4xf32>, tensor<3xi64>, tensor<2x4x2xf32>, tensor<2x4x2xf32>, tensor<2x2x4xf32>) -> tensor<?x4xf32>
+// EP: scf.for
+// EP: moe.all_to_all_v %{{.*}} {ranks = 2 : i64} : (tensor<?x4xf32>, tensor<2xi64>, tensor<2xi64>) -> tensor<?x4xf32>
+// EP: moe.combine
+// EP: moe.all_reduce %{{.*}} {ranks = 2 : i64} : tensor<160xf32>
+// EP3: error: 'moe.expert_ffn' op has 4 experts, which the 3 expert-parallel ranks cannot share equally
 
 // STEP-LABEL: func.func @quad_train_step(
 // STEP: moe.route {{.*}}moe.data_parallel = 2 : i64
@@ -78,7 +105,7 @@ moe.model @quad(vocab_size = 8, hidden_size = 4) {
 // -----
 
 // A model sharded already with another degree.
-// expected-error@+1 {{is already sharded with dp = 4, not 2}}
+// expected-error-re@+1 {{is already sharded over 4 ranks with ep = 1, not over 2 with ep = {{[12]}}}}
 moe.model @twice(vocab_size = 8, hidden_size = 4) attributes {moe.data_parallel = 4 : i64} {
 ^bb0(%tokens: tensor<?x?xi32>, %labels: tensor<?x?xi32>):
   %zero = arith.constant 0.0 : f32

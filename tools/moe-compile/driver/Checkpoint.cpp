@@ -188,14 +188,16 @@ Json fileRecord(const std::string &path) {
 } // namespace
 
 uint64_t moe_driver::modelHash() {
-  // The manifest without its `data_parallel` line: a checkpoint holds no
-  // rank, so one written at any --data-parallel resumes at any other.
+  // The manifest without its `data_parallel` and `expert_parallel` lines: a
+  // checkpoint holds no rank, so one written at any degrees resumes at any
+  // other.
   std::string manifest;
   for (const char *line = moe_model_manifest; *line;) {
     const char *end = std::strchr(line, '\n');
     size_t length =
         end ? static_cast<size_t>(end - line + 1) : std::strlen(line);
-    if (std::strncmp(line, "data_parallel ", 14) != 0)
+    if (std::strncmp(line, "data_parallel ", 14) != 0 &&
+        std::strncmp(line, "expert_parallel ", 16) != 0)
       manifest.append(line, length);
     line += length;
   }

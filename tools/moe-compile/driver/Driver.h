@@ -74,8 +74,8 @@ void _mlir_ciface_moe_model_train_step(moe_driver::TrainStepResults *results,
 
 /// The distributed runtime (lib/DistRuntime/DistRuntime.h). Weak: only a
 /// data-parallel program (`data_parallel <N>`) links it.
-int moe_dist_init(int64_t expectedWorldSize, char *error, size_t errorSize)
-    __attribute__((weak));
+int moe_dist_init_groups(int64_t expectedWorldSize, int64_t expertParallel,
+                         char *error, size_t errorSize) __attribute__((weak));
 int64_t moe_dist_rank(void) __attribute__((weak));
 void moe_dist_all_reduce_sum(void *data, int64_t count, int64_t dtype)
     __attribute__((weak));
@@ -127,6 +127,9 @@ struct Manifest {
   /// Data-parallel ranks of the train step (`data_parallel <N>`), 1 if
   /// not sharded.
   int64_t dataParallel = 1;
+  /// Ranks per expert-parallel group (`expert_parallel <P>`), 1 if the
+  /// experts are not shared out.
+  int64_t expertParallel = 1;
 };
 
 /// Prints `error: <message>` to stderr and exits with status 1.

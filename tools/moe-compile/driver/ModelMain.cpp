@@ -79,6 +79,7 @@ bool parseInitKind(const std::string &text, InitKind &kind) {
 ///   hf <transposed 0|1> <per-expert 0|1> <name>
 ///   program forward|train
 ///   data_parallel <ranks>        (a sharded train step only)
+///   expert_parallel <group size>  (after data_parallel)
 ///   metrics <count>
 ///   metric <offset> <count> <name>
 /// A name is the rest of the line after one space; `program` (default
@@ -174,6 +175,11 @@ Manifest moe_driver::parseManifest(const char *text) {
     } else if (keyword == "data_parallel") {
       if (std::sscanf(rest, "%ld", &manifest.dataParallel) != 1 ||
           manifest.dataParallel < 2)
+        bad();
+    } else if (keyword == "expert_parallel") {
+      if (std::sscanf(rest, "%ld", &manifest.expertParallel) != 1 ||
+          manifest.expertParallel < 2 ||
+          manifest.dataParallel % manifest.expertParallel != 0)
         bad();
     } else if (keyword == "metric") {
       Metric metric;

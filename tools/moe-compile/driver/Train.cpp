@@ -146,12 +146,13 @@ DataParallel joinDataParallel(const Manifest &manifest) {
   DataParallel group;
   if (manifest.dataParallel <= 1)
     return group;
-  if (!moe_dist_init || !moe_dist_rank || !moe_dist_all_reduce_sum)
+  if (!moe_dist_init_groups || !moe_dist_rank || !moe_dist_all_reduce_sum)
     fail("the manifest says 'data_parallel " +
          std::to_string(manifest.dataParallel) +
          "' but the executable has no distributed runtime (it is damaged)");
   char error[1024] = "";
-  if (moe_dist_init(manifest.dataParallel, error, sizeof(error)) != 0)
+  if (moe_dist_init_groups(manifest.dataParallel, manifest.expertParallel,
+                           error, sizeof(error)) != 0)
     fail(std::string("cannot join the data-parallel group: ") + error);
   group.ranks = manifest.dataParallel;
   group.rank = moe_dist_rank();

@@ -76,6 +76,86 @@ LogicalResult AllGatherIntoOp::verify() {
                        getRanks());
 }
 
+/// `[ranks, ...]`: the leading dimension holds one block per rank.
+static LogicalResult verifyBlocks(Operation *op, ShapedType type,
+                                  int64_t ranks) {
+  if (type.getRank() < 1 ||
+      (!type.isDynamicDim(0) && type.getDimSize(0) != ranks))
+    return op->emitOpError("expects a leading dimension of the ")
+           << ranks << " ranks, got " << type;
+  return success();
+}
+
+/// Row-major rows `[M, ...]` in and `[R, ...]` out: the same element type
+/// and row shape.
+static LogicalResult verifyRows(Operation *op, ShapedType input,
+                                ShapedType output) {
+  if (input.getElementType() != output.getElementType())
+    return op->emitOpError("expects the result element type ")
+           << output.getElementType() << " to equal the input's "
+           << input.getElementType();
+  if (input.getRank() < 1 || output.getRank() != input.getRank())
+    return op->emitOpError("expects rows of the same shape in and out, got ")
+           << input << " and " << output;
+  for (int64_t i = 1; i < input.getRank(); ++i)
+    if (input.getDimSize(i) != output.getDimSize(i))
+      return op->emitOpError("expects rows of the same shape in and out, got ")
+             << input << " and " << output;
+  return success();
+}
+
+/// One row count per rank.
+static LogicalResult verifyCounts(Operation *op, ShapedType counts,
+                                  StringRef name, int64_t ranks) {
+  if (counts.getRank() != 1 ||
+      (!counts.isDynamicDim(0) && counts.getDimSize(0) != ranks))
+    return op->emitOpError("expects ")
+           << name << " to hold one count per rank (" << ranks << "), got "
+           << counts;
+  return success();
+}
+
+LogicalResult AllToAllOp::verify() {
+  return verifyBlocks(*this, getInput().getType(), getRanks());
+}
+
+LogicalResult AllToAllVOp::verify() {
+  if (failed(verifyRows(*this, getInput().getType(), getResult().getType())) ||
+      failed(verifyCounts(*this, getSendRows().getType(), "send_rows",
+                          getRanks())) ||
+      failed(verifyCounts(*this, getRecvRows().getType(), "recv_rows",
+                          getRanks())))
+    return failure();
+  return success();
+}
+
+LogicalResult AllToAllIntoOp::verify() {
+  if (failed(verifyContiguous(*this, getInput().getType(), "input")) ||
+      failed(verifyContiguous(*this, getOutput().getType(), "output")))
+    return failure();
+  if (getInput().getType() != getOutput().getType())
+    return emitOpError("expects the input and output buffers to have one "
+                       "type, got ")
+           << getInput().getType() << " and " << getOutput().getType();
+  return verifyBlocks(*this, getInput().getType(), getRanks());
+}
+
+LogicalResult AllToAllVIntoOp::verify() {
+  auto input = cast<MemRefType>(getInput().getType());
+  auto output = cast<MemRefType>(getOutput().getType());
+  if (failed(verifyContiguous(*this, input, "input")) ||
+      failed(verifyContiguous(*this, output, "output")) ||
+      failed(verifyContiguous(*this, getSendRows().getType(), "send_rows")) ||
+      failed(verifyContiguous(*this, getRecvRows().getType(), "recv_rows")) ||
+      failed(verifyRows(*this, input, output)) ||
+      failed(verifyCounts(*this, getSendRows().getType(), "send_rows",
+                          getRanks())) ||
+      failed(verifyCounts(*this, getRecvRows().getType(), "recv_rows",
+                          getRanks())))
+    return failure();
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Bufferization: each result is a fresh contiguous buffer
 //===----------------------------------------------------------------------===//
@@ -97,6 +177,23 @@ static FailureOr<Value> allocateLike(RewriterBase &rewriter, Location loc,
     if (likeType.isDynamicDim(i))
       dynamicSizes.push_back(memref::DimOp::create(rewriter, loc, like, i));
   return options.createAlloc(rewriter, loc, type, dynamicSizes);
+}
+
+/// `buffer` (of the tensor `tensor`) itself when it is contiguous, else a
+/// contiguous copy: the runtime reads one block.
+static FailureOr<Value> makeContiguous(RewriterBase &rewriter, Location loc,
+                                       Value buffer, Value tensor,
+                                       const BufferizationOptions &options) {
+  if (cast<MemRefType>(buffer.getType()).getLayout().isIdentity())
+    return buffer;
+  FailureOr<Value> copy = allocateLike(
+      rewriter, loc,
+      contiguousBufferType(cast<RankedTensorType>(tensor.getType())), buffer,
+      {}, options);
+  if (failed(copy) ||
+      failed(options.createMemCpy(rewriter, loc, buffer, *copy)))
+    return failure();
+  return *copy;
 }
 
 bool AllReduceOp::bufferizesToMemoryRead(OpOperand &, const AnalysisState &) {
@@ -161,17 +258,10 @@ LogicalResult AllGatherOp::bufferize(RewriterBase &rewriter,
   if (failed(input))
     return failure();
   Location loc = getLoc();
-  // The runtime reads one contiguous block: copy a strided view first.
-  Value contiguous = *input;
-  if (!cast<MemRefType>(input->getType()).getLayout().isIdentity()) {
-    FailureOr<Value> copy =
-        allocateLike(rewriter, loc, contiguousBufferType(getInput().getType()),
-                     *input, {}, options);
-    if (failed(copy) ||
-        failed(options.createMemCpy(rewriter, loc, *input, *copy)))
-      return failure();
-    contiguous = *copy;
-  }
+  FailureOr<Value> contiguous =
+      makeContiguous(rewriter, loc, *input, getInput(), options);
+  if (failed(contiguous))
+    return failure();
   SmallVector<Value> leading;
   if (getType().isDynamicDim(0))
     leading.push_back(
@@ -180,7 +270,101 @@ LogicalResult AllGatherOp::bufferize(RewriterBase &rewriter,
       rewriter, loc, contiguousBufferType(getType()), *input, leading, options);
   if (failed(output))
     return failure();
-  AllGatherIntoOp::create(rewriter, loc, contiguous, *output, getRanksAttr());
+  AllGatherIntoOp::create(rewriter, loc, *contiguous, *output, getRanksAttr());
+  replaceOpWithBufferizedValues(rewriter, *this, *output);
+  return success();
+}
+
+bool AllToAllOp::bufferizesToMemoryRead(OpOperand &, const AnalysisState &) {
+  return true;
+}
+bool AllToAllOp::bufferizesToMemoryWrite(OpOperand &, const AnalysisState &) {
+  return false;
+}
+AliasingValueList AllToAllOp::getAliasingValues(OpOperand &,
+                                                const AnalysisState &) {
+  return {};
+}
+bool AllToAllOp::bufferizesToAllocation(Value) { return true; }
+
+FailureOr<BufferLikeType>
+AllToAllOp::getBufferType(Value value, const BufferizationOptions &,
+                          const BufferizationState &, SmallVector<Value> &) {
+  return cast<BufferLikeType>(
+      contiguousBufferType(cast<RankedTensorType>(value.getType())));
+}
+
+LogicalResult AllToAllOp::bufferize(RewriterBase &rewriter,
+                                    const BufferizationOptions &options,
+                                    BufferizationState &state) {
+  FailureOr<Value> input = getBuffer(rewriter, getInput(), options, state);
+  if (failed(input))
+    return failure();
+  Location loc = getLoc();
+  FailureOr<Value> contiguous =
+      makeContiguous(rewriter, loc, *input, getInput(), options);
+  if (failed(contiguous))
+    return failure();
+  FailureOr<Value> output = allocateLike(
+      rewriter, loc, contiguousBufferType(getType()), *input, {}, options);
+  if (failed(output))
+    return failure();
+  AllToAllIntoOp::create(rewriter, loc, *contiguous, *output, getRanksAttr());
+  replaceOpWithBufferizedValues(rewriter, *this, *output);
+  return success();
+}
+
+bool AllToAllVOp::bufferizesToMemoryRead(OpOperand &, const AnalysisState &) {
+  return true;
+}
+bool AllToAllVOp::bufferizesToMemoryWrite(OpOperand &, const AnalysisState &) {
+  return false;
+}
+AliasingValueList AllToAllVOp::getAliasingValues(OpOperand &,
+                                                 const AnalysisState &) {
+  return {};
+}
+bool AllToAllVOp::bufferizesToAllocation(Value) { return true; }
+
+FailureOr<BufferLikeType>
+AllToAllVOp::getBufferType(Value value, const BufferizationOptions &,
+                           const BufferizationState &, SmallVector<Value> &) {
+  return cast<BufferLikeType>(
+      contiguousBufferType(cast<RankedTensorType>(value.getType())));
+}
+
+LogicalResult AllToAllVOp::bufferize(RewriterBase &rewriter,
+                                     const BufferizationOptions &options,
+                                     BufferizationState &state) {
+  Location loc = getLoc();
+  SmallVector<Value> contiguous;
+  for (Value tensor : {getInput(), getSendRows(), getRecvRows()}) {
+    FailureOr<Value> buffer = getBuffer(rewriter, tensor, options, state);
+    if (failed(buffer))
+      return failure();
+    FailureOr<Value> block =
+        makeContiguous(rewriter, loc, *buffer, tensor, options);
+    if (failed(block))
+      return failure();
+    contiguous.push_back(*block);
+  }
+  // [total, row shape of the input].
+  SmallVector<Value> leading;
+  if (getType().isDynamicDim(0))
+    leading.push_back(getTotal());
+  MemRefType type = contiguousBufferType(getType());
+  SmallVector<Value> dynamicSizes(leading);
+  auto inputType = cast<MemRefType>(contiguous[0].getType());
+  for (int64_t i = 1; i < inputType.getRank(); ++i)
+    if (inputType.isDynamicDim(i))
+      dynamicSizes.push_back(
+          memref::DimOp::create(rewriter, loc, contiguous[0], i));
+  FailureOr<Value> output =
+      options.createAlloc(rewriter, loc, type, dynamicSizes);
+  if (failed(output))
+    return failure();
+  AllToAllVIntoOp::create(rewriter, loc, contiguous[0], contiguous[1], *output,
+                          contiguous[2], getRanksAttr());
   replaceOpWithBufferizedValues(rewriter, *this, *output);
   return success();
 }

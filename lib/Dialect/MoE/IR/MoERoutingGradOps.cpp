@@ -27,8 +27,9 @@ void MoEDialect::registerRoutingGradOps() {
       >();
   // The collectives (MoECollectiveOps.td) ride on this hook: a hook of
   // their own in MoEBase.td would rebuild every file that includes MoE.h.
-  addOperations<AllReduceOp, AllGatherOp, AllReduceInPlaceOp,
-                AllGatherIntoOp>();
+  addOperations<AllReduceOp, AllGatherOp, AllReduceInPlaceOp, AllGatherIntoOp,
+                ExpertRankOp, AllToAllOp, AllToAllVOp, AllToAllIntoOp,
+                AllToAllVIntoOp>();
 }
 
 //===----------------------------------------------------------------------===//

@@ -436,6 +436,10 @@ void MoEBuildTrainingStepPass::runOnOperation() {
       averageOverRanks(*grad, ranks, rewriter);
       averageOverRanks(*step, ranks, rewriter);
     }
+    if (int64_t ranks = getExpertParallel(model); ranks > 1)
+      if (failed(shardExperts(grad->func, ranks, rewriter)) ||
+          failed(shardExperts(step->func, ranks, rewriter)))
+        return signalPassFailure();
 
     // @<model>_grad returns (loss, grad).
     auto ret =

@@ -2,9 +2,9 @@
 //
 // Part of the moe-mlir project.
 //
-// Implements -moe-shard: marks each moe.model with its data-parallel degree
-// (Sharding.h), which -moe-build-training-step and -moe-fuse-routing turn
-// into collectives (docs/Distributed.md).
+// Implements -moe-shard: marks each moe.model with its number of ranks and
+// its expert-parallel degree (Sharding.h), which -moe-build-training-step
+// and -moe-fuse-routing turn into collectives (docs/Distributed.md).
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,20 +30,29 @@ struct MoEShardPass : public moe::impl::MoEShardBase<MoEShardPass> {
 
 void MoEShardPass::runOnOperation() {
   ModuleOp module = getOperation();
-  if (dataParallel < 1) {
-    module.emitError("-moe-shard: dp must be at least 1, got ")
-        << static_cast<int64_t>(dataParallel);
-    return signalPassFailure();
-  }
-  if (dataParallel == 1)
-    return;
-  for (ModelOp model : module.getOps<ModelOp>()) {
-    auto marked = model->getAttrOfType<IntegerAttr>(kDataParallelAttrName);
-    if (marked && marked.getInt() != dataParallel) {
-      model.emitError("is already sharded with dp = ")
-          << marked.getInt() << ", not " << static_cast<int64_t>(dataParallel);
+  for (auto [name, degree] : {std::pair<StringRef, int64_t>{"dp", dataParallel},
+                              {"ep", expertParallel}})
+    if (degree < 1) {
+      module.emitError("-moe-shard: ")
+          << name << " must be at least 1, got " << degree;
       return signalPassFailure();
     }
-    setDataParallel(model, dataParallel);
+  int64_t world = dataParallel * expertParallel;
+  if (world == 1)
+    return;
+  for (ModelOp model : module.getOps<ModelOp>()) {
+    if (getDataParallel(model) != 1 &&
+        (getDataParallel(model) != world ||
+         getExpertParallel(model) != expertParallel)) {
+      model.emitError("is already sharded over ")
+          << getDataParallel(model)
+          << " ranks with ep = " << getExpertParallel(model) << ", not over "
+          << world << " with ep = " << static_cast<int64_t>(expertParallel);
+      return signalPassFailure();
+    }
+    setDataParallel(model, world);
+    if (expertParallel > 1)
+      model->setAttr(kExpertParallelAttrName,
+                     Builder(model).getI64IntegerAttr(expertParallel));
   }
 }

@@ -112,12 +112,30 @@ def MoEShard : Pass<"moe-shard", "::mlir::ModuleOp"> {
       histograms), so that every rank writes the same next bias, the one a
       single process computes on the concatenated batch.
 
-    `dp = 1` leaves the module unchanged. Errors: a model already marked
-    with a different degree.
+    * expert parallel (`ep = P`): the ranks form groups of P consecutive
+      ranks, and each rank of a group owns E / P experts of every MoE layer
+      (`moe.expert_parallel = P`). In the gradient and the training step,
+      each `moe.expert_ffn` and `moe.expert_ffn_grad` then sends every
+      expert-sorted row to the rank that owns its expert (the counts by
+      `moe.all_to_all`, the rows by `moe.all_to_all_v`), computes this
+      rank's experts on the rows it receives, and sends the results back,
+      so the dispatch, the combine and the token order are unchanged. The
+      weights stay replicated: a rank's gradient is zero for the experts of
+      the other ranks of its group, and the mean over all ranks gives every
+      rank the full gradient.
+
+    The world holds `dp * ep` ranks, each with its own share of every batch
+    (`moe.data_parallel = dp * ep`). `dp = ep = 1` leaves the module
+    unchanged. Errors: a degree below 1, a model already marked with other
+    degrees, and (in `-moe-build-training-step`) a MoE layer whose expert
+    count is not a multiple of `ep`.
   }];
   let options = [
     Option<"dataParallel", "dp", "int64_t", /*default=*/"1",
-           "Number of data-parallel ranks (>= 1)">
+           "Number of data-parallel groups (>= 1)">,
+    Option<"expertParallel", "ep", "int64_t", /*default=*/"1",
+           "Number of ranks that share the experts of every MoE layer "
+           "(>= 1)">
   ];
 }
 

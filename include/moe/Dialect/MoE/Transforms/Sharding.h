@@ -15,6 +15,11 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Operation.h"
+#include "mlir/Support/LogicalResult.h"
+
+namespace mlir {
+class RewriterBase;
+} // namespace mlir
 
 namespace mlir::moe {
 
@@ -34,6 +39,25 @@ inline void setDataParallel(Operation *op, int64_t ranks) {
   Builder b(op->getContext());
   op->setAttr(kDataParallelAttrName, b.getI64IntegerAttr(ranks));
 }
+
+/// `moe.expert_parallel = P : i64` on a moe.model: groups of P ranks share
+/// the experts of every MoE layer.
+inline constexpr llvm::StringLiteral kExpertParallelAttrName =
+    "moe.expert_parallel";
+
+/// The expert-parallel degree `op` is marked with; 1 when unmarked.
+inline int64_t getExpertParallel(Operation *op) {
+  if (auto degree = op->getAttrOfType<IntegerAttr>(kExpertParallelAttrName))
+    return degree.getInt();
+  return 1;
+}
+
+/// Expert parallelism over groups of `ranks` (ExpertParallel.cpp): every
+/// moe.expert_ffn and moe.expert_ffn_grad in `func` computes this rank's
+/// E / ranks experts on the rows that every rank of its group sends it.
+/// Fails (with an error on the op) when E is not a multiple of `ranks`.
+LogicalResult shardExperts(Operation *func, int64_t ranks,
+                           RewriterBase &rewriter);
 
 } // namespace mlir::moe
 
