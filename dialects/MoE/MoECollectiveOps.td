@@ -28,16 +28,47 @@ def MoE_CollectiveTensor : RankedTensorOf<[F32, F64, I64]>;
 def MoE_CollectiveBuffer : MemRefOf<[F32, F64, I64]>;
 def MoE_RankCount : ConfinedAttr<I64Attr, [IntMinValue<2>]>;
 
+// A collective on tensors. Its result bufferizes to a fresh contiguous
+// buffer that the buffer form fills: it reads its operands, writes none of
+// them and aliases nothing. Each op defines only `bufferize`.
+class MoE_TensorCollectiveOp<string mnemonic, list<Trait> traits = []>
+    : MoE_Op<mnemonic, !listconcat(traits, [
+        DeclareOpInterfaceMethods<BufferizableOpInterface,
+          ["bufferizesToMemoryRead", "bufferizesToMemoryWrite",
+           "getAliasingValues", "bufferize", "bufferizesToAllocation",
+           "getBufferType"]>])> {
+  let extraClassDefinition = [{
+    bool $cppClass::bufferizesToMemoryRead(
+        ::mlir::OpOperand &, const ::mlir::bufferization::AnalysisState &) {
+      return true;
+    }
+    bool $cppClass::bufferizesToMemoryWrite(
+        ::mlir::OpOperand &, const ::mlir::bufferization::AnalysisState &) {
+      return false;
+    }
+    ::mlir::bufferization::AliasingValueList $cppClass::getAliasingValues(
+        ::mlir::OpOperand &, const ::mlir::bufferization::AnalysisState &) {
+      return {};
+    }
+    bool $cppClass::bufferizesToAllocation(::mlir::Value) { return true; }
+    ::mlir::FailureOr<::mlir::bufferization::BufferLikeType>
+    $cppClass::getBufferType(::mlir::Value value,
+                             const ::mlir::bufferization::BufferizationOptions &,
+                             const ::mlir::bufferization::BufferizationState &,
+                             ::llvm::SmallVector<::mlir::Value> &) {
+      auto type = ::llvm::cast<::mlir::RankedTensorType>(value.getType());
+      return ::llvm::cast<::mlir::bufferization::BufferLikeType>(
+          ::mlir::MemRefType::get(type.getShape(), type.getElementType()));
+    }
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // AllReduceOp
 //===----------------------------------------------------------------------===//
 
-def MoE_AllReduceOp : MoE_Op<"all_reduce", [
-    SameOperandsAndResultType,
-    DeclareOpInterfaceMethods<BufferizableOpInterface,
-      ["bufferizesToMemoryRead", "bufferizesToMemoryWrite",
-       "getAliasingValues", "bufferize", "bufferizesToAllocation",
-       "getBufferType"]>]> {
+def MoE_AllReduceOp : MoE_TensorCollectiveOp<"all_reduce", [
+    SameOperandsAndResultType]> {
   let summary = "Sum of a tensor over the ranks of a group";
   let description = [{
     Every one of the `ranks` processes of the group calls it with a tensor of
@@ -66,11 +97,7 @@ def MoE_AllReduceOp : MoE_Op<"all_reduce", [
 // AllGatherOp
 //===----------------------------------------------------------------------===//
 
-def MoE_AllGatherOp : MoE_Op<"all_gather", [
-    DeclareOpInterfaceMethods<BufferizableOpInterface,
-      ["bufferizesToMemoryRead", "bufferizesToMemoryWrite",
-       "getAliasingValues", "bufferize", "bufferizesToAllocation",
-       "getBufferType"]>]> {
+def MoE_AllGatherOp : MoE_TensorCollectiveOp<"all_gather"> {
   let summary = "The tensors of every rank of a group, stacked";
   let description = [{
     Every one of the `ranks` processes calls it with a tensor of the same
@@ -158,12 +185,8 @@ def MoE_ExpertRankOp : MoE_Op<"expert_rank", [Pure]> {
   let assemblyFormat = "attr-dict";
 }
 
-def MoE_AllToAllOp : MoE_Op<"all_to_all", [
-    SameOperandsAndResultType,
-    DeclareOpInterfaceMethods<BufferizableOpInterface,
-      ["bufferizesToMemoryRead", "bufferizesToMemoryWrite",
-       "getAliasingValues", "bufferize", "bufferizesToAllocation",
-       "getBufferType"]>]> {
+def MoE_AllToAllOp : MoE_TensorCollectiveOp<"all_to_all", [
+    SameOperandsAndResultType]> {
   let summary = "Blocks exchanged between the ranks of an expert-parallel group";
   let description = [{
     `input: [ranks, ...]`: every rank of the expert-parallel group sends
@@ -180,11 +203,7 @@ def MoE_AllToAllOp : MoE_Op<"all_to_all", [
   let hasVerifier = 1;
 }
 
-def MoE_AllToAllVOp : MoE_Op<"all_to_all_v", [
-    DeclareOpInterfaceMethods<BufferizableOpInterface,
-      ["bufferizesToMemoryRead", "bufferizesToMemoryWrite",
-       "getAliasingValues", "bufferize", "bufferizesToAllocation",
-       "getBufferType"]>]> {
+def MoE_AllToAllVOp : MoE_TensorCollectiveOp<"all_to_all_v"> {
   let summary = "Ragged row exchange between the ranks of an expert-parallel group";
   let description = [{
     `input: [M, ...]` holds the rows for group rank 0, then those for rank 1,

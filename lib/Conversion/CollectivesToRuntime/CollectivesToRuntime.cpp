@@ -100,6 +100,16 @@ Value elementCount(RewriterBase &rewriter, Location loc, Value buffer) {
   return count;
 }
 
+/// The number of bytes of `buffer`, one op at a time (argument evaluation
+/// order is unspecified, and the IR should not depend on the compiler).
+Value byteSize(RewriterBase &rewriter, Location loc, Value buffer) {
+  Value count = elementCount(rewriter, loc, buffer);
+  Value width = arith::ConstantIndexOp::create(
+      rewriter, loc,
+      cast<MemRefType>(buffer.getType()).getElementTypeBitWidth() / 8);
+  return arith::MulIOp::create(rewriter, loc, count, width);
+}
+
 /// The bytes of one row (all dimensions but the first) of `buffer`.
 Value rowBytes(RewriterBase &rewriter, Location loc, Value buffer) {
   auto type = cast<MemRefType>(buffer.getType());
@@ -184,11 +194,7 @@ void MoECollectivesToRuntimePass::runOnOperation() {
       if (failed(callee))
         return signalPassFailure();
       Value input = exchange.getInput();
-      Value count = elementCount(rewriter, loc, input);
-      Value width = arith::ConstantIndexOp::create(
-          rewriter, loc,
-          exchange.getInput().getType().getElementTypeBitWidth() / 8);
-      Value bytes = arith::MulIOp::create(rewriter, loc, count, width);
+      Value bytes = byteSize(rewriter, loc, input);
       Value ranks =
           arith::ConstantIndexOp::create(rewriter, loc, exchange.getRanks());
       Value perRank = arith::DivUIOp::create(rewriter, loc, bytes, ranks);
@@ -223,12 +229,7 @@ void MoECollectivesToRuntimePass::runOnOperation() {
       if (failed(callee))
         return signalPassFailure();
       Value input = gather.getInput();
-      // One op after the other: argument evaluation order is unspecified.
-      Value count = elementCount(rewriter, loc, input);
-      Value width = arith::ConstantIndexOp::create(
-          rewriter, loc,
-          gather.getInput().getType().getElementTypeBitWidth() / 8);
-      Value bytes = arith::MulIOp::create(rewriter, loc, count, width);
+      Value bytes = byteSize(rewriter, loc, input);
       func::CallOp::create(
           rewriter, loc, *callee,
           ValueRange{startAddress(rewriter, loc, input),

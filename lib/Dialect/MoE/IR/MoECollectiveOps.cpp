@@ -196,25 +196,6 @@ static FailureOr<Value> makeContiguous(RewriterBase &rewriter, Location loc,
   return *copy;
 }
 
-bool AllReduceOp::bufferizesToMemoryRead(OpOperand &, const AnalysisState &) {
-  return true;
-}
-bool AllReduceOp::bufferizesToMemoryWrite(OpOperand &, const AnalysisState &) {
-  return false;
-}
-AliasingValueList AllReduceOp::getAliasingValues(OpOperand &,
-                                                 const AnalysisState &) {
-  return {};
-}
-bool AllReduceOp::bufferizesToAllocation(Value) { return true; }
-
-FailureOr<BufferLikeType>
-AllReduceOp::getBufferType(Value value, const BufferizationOptions &,
-                           const BufferizationState &, SmallVector<Value> &) {
-  return cast<BufferLikeType>(
-      contiguousBufferType(cast<RankedTensorType>(value.getType())));
-}
-
 LogicalResult AllReduceOp::bufferize(RewriterBase &rewriter,
                                      const BufferizationOptions &options,
                                      BufferizationState &state) {
@@ -230,25 +211,6 @@ LogicalResult AllReduceOp::bufferize(RewriterBase &rewriter,
   AllReduceInPlaceOp::create(rewriter, getLoc(), *sum, getRanksAttr());
   replaceOpWithBufferizedValues(rewriter, *this, *sum);
   return success();
-}
-
-bool AllGatherOp::bufferizesToMemoryRead(OpOperand &, const AnalysisState &) {
-  return true;
-}
-bool AllGatherOp::bufferizesToMemoryWrite(OpOperand &, const AnalysisState &) {
-  return false;
-}
-AliasingValueList AllGatherOp::getAliasingValues(OpOperand &,
-                                                 const AnalysisState &) {
-  return {};
-}
-bool AllGatherOp::bufferizesToAllocation(Value) { return true; }
-
-FailureOr<BufferLikeType>
-AllGatherOp::getBufferType(Value value, const BufferizationOptions &,
-                           const BufferizationState &, SmallVector<Value> &) {
-  return cast<BufferLikeType>(
-      contiguousBufferType(cast<RankedTensorType>(value.getType())));
 }
 
 LogicalResult AllGatherOp::bufferize(RewriterBase &rewriter,
@@ -275,25 +237,6 @@ LogicalResult AllGatherOp::bufferize(RewriterBase &rewriter,
   return success();
 }
 
-bool AllToAllOp::bufferizesToMemoryRead(OpOperand &, const AnalysisState &) {
-  return true;
-}
-bool AllToAllOp::bufferizesToMemoryWrite(OpOperand &, const AnalysisState &) {
-  return false;
-}
-AliasingValueList AllToAllOp::getAliasingValues(OpOperand &,
-                                                const AnalysisState &) {
-  return {};
-}
-bool AllToAllOp::bufferizesToAllocation(Value) { return true; }
-
-FailureOr<BufferLikeType>
-AllToAllOp::getBufferType(Value value, const BufferizationOptions &,
-                          const BufferizationState &, SmallVector<Value> &) {
-  return cast<BufferLikeType>(
-      contiguousBufferType(cast<RankedTensorType>(value.getType())));
-}
-
 LogicalResult AllToAllOp::bufferize(RewriterBase &rewriter,
                                     const BufferizationOptions &options,
                                     BufferizationState &state) {
@@ -312,25 +255,6 @@ LogicalResult AllToAllOp::bufferize(RewriterBase &rewriter,
   AllToAllIntoOp::create(rewriter, loc, *contiguous, *output, getRanksAttr());
   replaceOpWithBufferizedValues(rewriter, *this, *output);
   return success();
-}
-
-bool AllToAllVOp::bufferizesToMemoryRead(OpOperand &, const AnalysisState &) {
-  return true;
-}
-bool AllToAllVOp::bufferizesToMemoryWrite(OpOperand &, const AnalysisState &) {
-  return false;
-}
-AliasingValueList AllToAllVOp::getAliasingValues(OpOperand &,
-                                                 const AnalysisState &) {
-  return {};
-}
-bool AllToAllVOp::bufferizesToAllocation(Value) { return true; }
-
-FailureOr<BufferLikeType>
-AllToAllVOp::getBufferType(Value value, const BufferizationOptions &,
-                           const BufferizationState &, SmallVector<Value> &) {
-  return cast<BufferLikeType>(
-      contiguousBufferType(cast<RankedTensorType>(value.getType())));
 }
 
 LogicalResult AllToAllVOp::bufferize(RewriterBase &rewriter,

@@ -27,11 +27,16 @@ namespace mlir::moe {
 inline constexpr llvm::StringLiteral kDataParallelAttrName =
     "moe.data_parallel";
 
-/// The data-parallel degree `op` is marked with; 1 when unmarked.
-inline int64_t getDataParallel(Operation *op) {
-  if (auto degree = op->getAttrOfType<IntegerAttr>(kDataParallelAttrName))
+/// The degree `op` is marked with under `name`; 1 when unmarked.
+inline int64_t getShardingDegree(Operation *op, llvm::StringRef name) {
+  if (auto degree = op->getAttrOfType<IntegerAttr>(name))
     return degree.getInt();
   return 1;
+}
+
+/// The number of ranks `op` is marked with; 1 when unmarked.
+inline int64_t getDataParallel(Operation *op) {
+  return getShardingDegree(op, kDataParallelAttrName);
 }
 
 /// Marks `op` with the degree `ranks` (> 1).
@@ -47,9 +52,7 @@ inline constexpr llvm::StringLiteral kExpertParallelAttrName =
 
 /// The expert-parallel degree `op` is marked with; 1 when unmarked.
 inline int64_t getExpertParallel(Operation *op) {
-  if (auto degree = op->getAttrOfType<IntegerAttr>(kExpertParallelAttrName))
-    return degree.getInt();
-  return 1;
+  return getShardingDegree(op, kExpertParallelAttrName);
 }
 
 /// Expert parallelism over groups of `ranks` (ExpertParallel.cpp): every
