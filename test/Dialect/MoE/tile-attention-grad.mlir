@@ -3,38 +3,39 @@
 
 // The flash-attention backward of -moe-tile-attention (ALGORITHMS.md section
 // 3.3) on 4 x 4 tiles, gated, d_qk = 8 != d_v = 4, dynamic batch and length.
-// dK and dV: an scf.forall over (batch, head, key tile) with an scf.for over
-// the masked query tiles [key start / 4, min(ceil(key end / 4), tiles)) (the
-// only loop with the causal select) and one over the later, unmasked ones;
-// P = exp(S - lse) is recomputed from the saved log-sum-exp. dQ: an
-// scf.forall over (batch, head, query tile), an unmasked scf.for over the
-// key tiles below the diagonal, then the masked diagonal one. The results
-// are the unpadded rows.
+// dK and dV: an scf.forall over (batch, head, key tile) with one scf.for
+// over the query tiles from key start / 4 that carries dK | dV side by side
+// in one [4, 8 + 4] tile, updated in place; every tile causally masked (the
+// mask keeps every score past the diagonal); P = exp(S - lse) is
+// recomputed from the saved log-sum-exp. dQ: an scf.forall over (batch,
+// head, query tile), one masked scf.for over the key tiles up to the
+// diagonal, accumulating in place. The results are the unpadded rows.
 
 // CHECK-LABEL: func.func @gated
 // CHECK: %[[DKV:.*]]:2 = scf.forall (%[[B:.*]], %[[H:.*]], %[[J:.*]]) in (%{{.*}}, 2, %{{.*}}) shared_outs(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (tensor<?x?x2x8xf32>, tensor<?x?x2x4xf32>)
 // CHECK: %[[KSTART:.*]] = arith.muli %[[J]], %{{.*}} : index
 // CHECK: %[[FIRST:.*]] = arith.divui %[[KSTART]], %{{.*}} : index
-// CHECK: %[[CEIL:.*]] = arith.ceildivui %{{.*}}, %{{.*}} : index
-// CHECK: %[[UNMASKED:.*]] = arith.minui %[[CEIL]], %{{.*}} : index
-// CHECK: %[[MASKED:.*]]:2 = scf.for %{{.*}} = %[[FIRST]] to %[[UNMASKED]] step %{{.*}} iter_args({{.*}}) -> (tensor<4x8xf32>, tensor<4x4xf32>)
+// CHECK: %[[KV:.*]] = scf.for %{{.*}} = %[[FIRST]] to %{{.*}} step %{{.*}} iter_args(%[[ACC:.*]] = %{{.*}}) -> (tensor<4x12xf32>)
 // CHECK: arith.select
 // CHECK: math.exp
-// CHECK: scf.yield
-// CHECK: %[[REST:.*]]:2 = scf.for %{{.*}} = %[[UNMASKED]] to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %[[MASKED]]#0, %{{.*}} = %[[MASKED]]#1) -> (tensor<4x8xf32>, tensor<4x4xf32>)
-// CHECK-NOT: arith.select
-// CHECK: math.exp
-// CHECK: scf.yield
-// CHECK: tensor.parallel_insert_slice %[[REST]]#0 into %{{.*}}[%[[B]], %[[KSTART]], %[[H]], 0] [1, 4, 1, 8]
-// CHECK: tensor.parallel_insert_slice %[[REST]]#1 into %{{.*}}[%[[B]], %[[KSTART]], %[[H]], 0] [1, 4, 1, 4]
+// CHECK: tensor.extract_slice %[[ACC]][0, 0] [4, 8] [1, 1]
+// CHECK: tensor.extract_slice %[[ACC]][0, 8] [4, 4] [1, 1]
+// CHECK: %[[WITHK:.*]] = tensor.insert_slice %{{.*}} into %[[ACC]][0, 0] [4, 8] [1, 1]
+// CHECK: %[[WITHKV:.*]] = tensor.insert_slice %{{.*}} into %[[WITHK]][0, 8] [4, 4] [1, 1]
+// CHECK: scf.yield %[[WITHKV]]
+// CHECK-NOT: {{scf\.for }}
+// CHECK: %[[DKT:.*]] = tensor.extract_slice %[[KV]][0, 0] [4, 8] [1, 1]
+// CHECK: %[[DVT:.*]] = tensor.extract_slice %[[KV]][0, 8] [4, 4] [1, 1]
+// CHECK: tensor.parallel_insert_slice %[[DKT]] into %{{.*}}[%[[B]], %[[KSTART]], %[[H]], 0] [1, 4, 1, 8]
+// CHECK: tensor.parallel_insert_slice %[[DVT]] into %{{.*}}[%[[B]], %[[KSTART]], %[[H]], 0] [1, 4, 1, 4]
 // CHECK: %[[DQ:.*]] = scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}}, 2, %{{.*}}) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<?x?x2x8xf32>)
 // CHECK: %[[BELOW:.*]] = arith.divui %{{.*}}, %{{.*}} : index
-// CHECK: %[[FULL:.*]] = scf.for %{{.*}} = %{{.*}} to %[[BELOW]] step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (tensor<4x8xf32>)
-// CHECK-NOT: arith.select
-// CHECK: scf.yield
-// CHECK: scf.for %{{.*}} = %[[BELOW]] to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %[[FULL]]) -> (tensor<4x8xf32>)
+// CHECK: %[[END:.*]] = arith.addi %[[BELOW]], %{{.*}} : index
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[END]] step %{{.*}} iter_args(%[[DQACC:.*]] = %{{.*}}) -> (tensor<4x8xf32>)
 // CHECK: arith.select
+// CHECK: linalg.generic {{.*}} outs(%[[DQACC]] : tensor<4x8xf32>)
 // CHECK: scf.yield
+// CHECK-NOT: {{scf\.for }}
 // CHECK: %[[DQOUT:.*]] = tensor.extract_slice %[[DQ]][0, 0, 0, 0]
 // CHECK: %[[DKOUT:.*]] = tensor.extract_slice %[[DKV]]#0[0, 0, 0, 0]
 // CHECK: %[[DVOUT:.*]] = tensor.extract_slice %[[DKV]]#1[0, 0, 0, 0]

@@ -69,12 +69,12 @@ private:
   QueryTile queryTileAt(Value batch, Value head, Value start);
 
   /// P = exp(S - lse) and dS = P o (dO V^T - D) of a query tile against the
-  /// key tile `k: [Bc, Dqk]`, `v: [Bc, Dv]`; masked when `queryStart` is
-  /// set (the diagonal tiles).
-  std::pair<Value, Value>
-  probabilitiesAndScoreAdjoint(const QueryTile &tile, Value k, Value v,
-                               Value queryStart = Value(),
-                               Value keyStart = Value());
+  /// key tile `k: [Bc, Dqk]`, `v: [Bc, Dv]`, causally masked by the
+  /// tiles' first positions.
+  std::pair<Value, Value> probabilitiesAndScoreAdjoint(const QueryTile &tile,
+                                                       Value k, Value v,
+                                                       Value queryStart,
+                                                       Value keyStart);
 
   /// Runs `body(index)` over `[from, to)` in an scf.for carrying `init`.
   SmallVector<Value>
@@ -128,8 +128,7 @@ std::pair<Value, Value> AttentionGradTiler::probabilitiesAndScoreAdjoint(
     Value keyStart) {
   Value scores = tb.matmul(tile.query, kTile, /*transposeLhs=*/false,
                            /*transposeRhs=*/true);
-  if (queryStart)
-    scores = causalMasked(b, scores, queryStart, keyStart);
+  scores = causalMasked(b, scores, queryStart, keyStart);
   // P = exp(S - lse): a masked score gives exp(-inf) = 0.
   Value probs = tb.mapIndexed(
       tb.sizesOf(scores), ValueRange{scores, tile.lse}, {identity(), rowMap()},
@@ -238,43 +237,58 @@ SmallVector<Value> AttentionGradTiler::build(MLAAttentionGradOp op) {
         arith::MulIOp::create(b, keyForall.getInductionVar(2), idx(keyTile));
     Value kTile = headRows(b, k, bi, hi, keyStart, keyTile);
     Value vTile = headRows(b, v, bi, hi, keyStart, keyTile);
-    SmallVector<Value> acc = {
-        tb.filled({attr(keyTile), attr(keyDim)}, f32(), 0.0),
-        tb.filled({attr(keyTile), attr(valueDim)}, f32(), 0.0)};
-
-    // Query tiles [first, unmasked) overlap the key tile (masked); the
-    // tiles from `unmasked` start at or after its end and see all of it.
-    // Tiles before `first` end before it starts and see none of it.
-    Value first = arith::DivUIOp::create(b, keyStart, idx(queryTile));
-    Value keyEnd = arith::AddIOp::create(b, keyStart, idx(keyTile));
-    Value unmasked = arith::MinUIOp::create(
-        b, arith::CeilDivUIOp::create(b, keyEnd, idx(queryTile)),
-        seq.numQueryTiles);
-    auto accumulate = [&](bool masked) {
-      return [&, masked](Value i, ValueRange carried) -> SmallVector<Value> {
-        Value queryStart = arith::MulIOp::create(b, i, idx(queryTile));
-        QueryTile tile = queryTileAt(bi, hi, queryStart);
-        auto [probs, dScores] = probabilitiesAndScoreAdjoint(
-            tile, kTile, vTile, masked ? queryStart : Value(),
-            masked ? keyStart : Value());
-        // dK += dS^T (lambda q); dV += P^T dO.
-        Value dk = tb.add(carried[0], tb.matmul(dScores, tile.query,
-                                                /*transposeLhs=*/true));
-        Value dv = tb.add(carried[1], tb.matmul(probs, tile.dOut,
-                                                /*transposeLhs=*/true));
-        return {dk, dv};
-      };
+    // dK and dV side by side in one [Bc, Dqk + Dv] accumulator, updated in
+    // place: a loop that carries one tile gives bufferization one buffer
+    // whose ownership it knows, where two need run-time alias checks (a
+    // helper call that a GPU tile program cannot make).
+    auto columns = [&](Value x, int64_t from, int64_t width) -> Value {
+      return tensor::ExtractSliceOp::create(
+          b, x, ArrayRef<OpFoldResult>{attr(0), attr(from)},
+          ArrayRef<OpFoldResult>{attr(keyTile), attr(width)},
+          ArrayRef<OpFoldResult>{attr(1), attr(1)});
     };
-    acc = loop(first, unmasked, acc, accumulate(true));
-    acc = loop(unmasked, seq.numQueryTiles, acc, accumulate(false));
+    auto intoColumns = [&](Value part, Value into, int64_t from) -> Value {
+      int64_t width = tensorTypeOf(part).getDimSize(1);
+      return tensor::InsertSliceOp::create(
+          b, part, into, ArrayRef<OpFoldResult>{attr(0), attr(from)},
+          ArrayRef<OpFoldResult>{attr(keyTile), attr(width)},
+          ArrayRef<OpFoldResult>{attr(1), attr(1)});
+    };
+    Value accInit =
+        tb.filled({attr(keyTile), attr(keyDim + valueDim)}, f32(), 0.0);
+
+    // The query tiles from `first` on see the key tile; tiles before it end
+    // before it starts. One loop, every tile masked: the mask keeps every
+    // score of the tiles past the diagonal (bit-identical to leaving them
+    // unmasked), and one loop needs no ownership checks between loops.
+    Value first = arith::DivUIOp::create(b, keyStart, idx(queryTile));
+    Value acc = loop(first, seq.numQueryTiles, accInit,
+                     [&](Value i, ValueRange carried) -> SmallVector<Value> {
+                       Value queryStart =
+                           arith::MulIOp::create(b, i, idx(queryTile));
+                       QueryTile tile = queryTileAt(bi, hi, queryStart);
+                       auto [probs, dScores] = probabilitiesAndScoreAdjoint(
+                           tile, kTile, vTile, queryStart, keyStart);
+                       // dK += dS^T (lambda q); dV += P^T dO.
+                       Value dk = tb.add(columns(carried[0], 0, keyDim),
+                                         tb.matmul(dScores, tile.query,
+                                                   /*transposeLhs=*/true));
+                       Value dv = tb.add(columns(carried[0], keyDim, valueDim),
+                                         tb.matmul(probs, tile.dOut,
+                                                   /*transposeLhs=*/true));
+                       Value both = intoColumns(dk, carried[0], 0);
+                       return {intoColumns(dv, both, keyDim)};
+                     })[0];
+    Value dKey = columns(acc, 0, keyDim),
+          dValue = columns(acc, keyDim, valueDim);
 
     b.setInsertionPointToEnd(keyForall.getTerminator().getBody());
-    insertRows(acc[0], keyForall.getRegionIterArgs()[0], bi, hi, keyStart);
-    insertRows(acc[1], keyForall.getRegionIterArgs()[1], bi, hi, keyStart);
+    insertRows(dKey, keyForall.getRegionIterArgs()[0], bi, hi, keyStart);
+    insertRows(dValue, keyForall.getRegionIterArgs()[1], bi, hi, keyStart);
   }
 
   // dQ: per (batch, head, query tile), the key tiles it sees, as in the
-  // forward: those below the diagonal unmasked, then the diagonal ones.
+  // forward.
   Value dqInit = tensor::EmptyOp::create(
       b, ArrayRef<OpFoldResult>{seq.batch, seq.padded, seq.heads, attr(keyDim)},
       f32());
@@ -291,23 +305,29 @@ SmallVector<Value> AttentionGradTiler::build(MLAAttentionGradOp op) {
     QueryTile tile = queryTileAt(bi, hi, queryStart);
     SmallVector<Value> acc = {
         tb.filled({attr(queryTile), attr(keyDim)}, f32(), 0.0)};
-    auto accumulate = [&](bool masked) {
-      return [&, masked](Value j, ValueRange carried) -> SmallVector<Value> {
-        Value keyStart = arith::MulIOp::create(b, j, idx(keyTile));
-        Value kTile = headRows(b, k, bi, hi, keyStart, keyTile);
-        Value vTile = headRows(b, v, bi, hi, keyStart, keyTile);
-        Value dScores = probabilitiesAndScoreAdjoint(
-                            tile, kTile, vTile, masked ? queryStart : Value(),
-                            masked ? keyStart : Value())
-                            .second;
-        return {tb.add(carried[0], tb.matmul(dScores, kTile))};
-      };
-    };
+    // The key tiles up to the diagonal ones, in one masked loop (as for
+    // dK and dV above).
     Value below = arith::DivUIOp::create(b, queryStart, idx(keyTile));
     int64_t numDiagonal = std::max<int64_t>(1, queryTile / keyTile);
     Value diagonalEnd = arith::AddIOp::create(b, below, idx(numDiagonal));
-    acc = loop(idx(0), below, acc, accumulate(false));
-    acc = loop(below, diagonalEnd, acc, accumulate(true));
+    acc = loop(idx(0), diagonalEnd, acc,
+               [&](Value j, ValueRange carried) -> SmallVector<Value> {
+                 Value keyStart = arith::MulIOp::create(b, j, idx(keyTile));
+                 Value kTile = headRows(b, k, bi, hi, keyStart, keyTile);
+                 Value vTile = headRows(b, v, bi, hi, keyStart, keyTile);
+                 Value dScores = probabilitiesAndScoreAdjoint(
+                                     tile, kTile, vTile, queryStart, keyStart)
+                                     .second;
+                 // In place (the sum is the generic's init): the loop
+                 // carries one buffer, with no run-time ownership checks.
+                 Value term = tb.matmul(dScores, kTile);
+                 return tb.generic(
+                     {term}, {identity()}, {carried[0]}, {identity()}, 2, 2,
+                     [](OpBuilder &nb, Location loc,
+                        ValueRange a) -> SmallVector<Value> {
+                       return {arith::AddFOp::create(nb, loc, a[1], a[0])};
+                     });
+               });
     // dQ = lambda sum_j dS K_j.
     Value dq =
         tb.map(acc[0], f32(), [&](OpBuilder &nb, Location loc, ValueRange a) {
