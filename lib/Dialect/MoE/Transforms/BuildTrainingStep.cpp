@@ -213,6 +213,36 @@ static Value reduceToScalar(ImplicitLocOpBuilder &b, Value input, double init,
                  std::nullopt);
 }
 
+/// The sum of the squares of the 1-D f32 `input`, in two levels: rows of
+/// kSquareSumRow elements (zero-padded), then the row sums. One running fp32
+/// sum over millions of squares drops the small terms once it is large
+/// (kimi-tiny's gradient norm came out 1.3% low); each level here adds at
+/// most a few thousand terms, and a GPU reduces the rows in parallel.
+static Value sumOfSquares(ImplicitLocOpBuilder &b, Value input) {
+  constexpr int64_t kSquareSumRow = 4096;
+  TensorBuilder tb(b);
+  Type f32 = b.getF32Type();
+  int64_t size = cast<RankedTensorType>(input.getType()).getDimSize(0);
+  int64_t rows = std::max<int64_t>(1, llvm::divideCeil(size, kSquareSumRow));
+  Value padded =
+      tb.zeroPadded(input, 0, b.getIndexAttr(rows * kSquareSumRow), f32);
+  auto paddedType = RankedTensorType::get({rows * kSquareSumRow}, f32);
+  if (padded.getType() != paddedType)
+    padded = tensor::CastOp::create(b, paddedType, padded);
+  Value matrix = tensor::ExpandShapeOp::create(
+      b, RankedTensorType::get({rows, kSquareSumRow}, f32), padded,
+      ArrayRef<ReassociationIndices>{{0, 1}});
+  Value rowSums = tb.reduceLast(
+      matrix, f32, 0.0, [](OpBuilder &nb, Location l, ValueRange args) {
+        Value sq = arith::MulFOp::create(nb, l, args[0], args[0]);
+        return arith::AddFOp::create(nb, l, args[1], sq).getResult();
+      });
+  return reduceToScalar(
+      b, rowSums, 0.0, [](OpBuilder &nb, Location l, ValueRange args) {
+        return arith::AddFOp::create(nb, l, args[1], args[0]).getResult();
+      });
+}
+
 /// Data parallel over `ranks` (-moe-shard): the loss and the gradient become
 /// their means over the ranks, and every moe.route balances on the global
 /// batch (-moe-fuse-routing reads the mark).
@@ -270,11 +300,7 @@ static void buildTrainStep(GradientFunction &gradient, const ModelInfo &info,
         maxNorm = h[5], bc1 = h[6], bc2 = h[7];
 
   // Global norm (buffer slots of the gradient are zero) and clip factor.
-  Value sumSq = reduceToScalar(
-      b, gradient.grad, 0.0, [](OpBuilder &nb, Location l, ValueRange args) {
-        Value sq = arith::MulFOp::create(nb, l, args[0], args[0]);
-        return arith::AddFOp::create(nb, l, args[1], sq).getResult();
-      });
+  Value sumSq = sumOfSquares(b, gradient.grad);
   Value norm = math::SqrtOp::create(b, sumSq);
   Value ratio = arith::DivFOp::create(
       b, maxNorm, arith::AddFOp::create(b, norm, cst(1e-6)));
