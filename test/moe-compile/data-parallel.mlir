@@ -25,7 +25,7 @@
 // RUN: not moe-compile %s --data-parallel=2 --forward-only -o %t/x 2>&1 | FileCheck %s --check-prefix=FWD
 // FWD: error: --data-parallel and --expert-parallel shard the training program; a --forward-only program has no step to shard
 // RUN: not moe-compile %s --data-parallel=2 --target=cuda -o %t/x 2>&1 | FileCheck %s --check-prefix=CUDA
-// CUDA: error: --data-parallel and --expert-parallel need --target=cpu: the CUDA back end has no training program and no NCCL collectives yet
+// CUDA: error: --data-parallel and --expert-parallel need --target=cpu: the CUDA back end has no NCCL collectives yet
 
 // --data-parallel=1 is the ordinary program.
 // RUN: moe-compile %s --data-parallel=1 --emit=mlir -o %t/one.mlir

@@ -43,10 +43,9 @@
 // RUN: not moe-compile %t/two.mlir --model=a --target=cuda --matmul-precision=tf32 -o %t/x 2>&1 | FileCheck %s --check-prefix=PRECISION
 // PRECISION: moe-compile: error: --matmul-precision must be bf16 or exact, got 'tf32'
 
-// The GPU back end has no gradient kernels yet: it builds only the
-// forward program.
-// RUN: not moe-compile %t/two.mlir --model=a --target=cuda -o %t/x 2>&1 | FileCheck %s --check-prefix=CUDATRAIN
-// CUDATRAIN: moe-compile: error: --target=cuda cannot build a training program yet (the GPU back end has no gradient kernels); pass --forward-only for the loss-only program
+// Sharding is for CPU training programs only (no NCCL lowering yet).
+// RUN: not moe-compile %t/two.mlir --model=a --target=cuda --data-parallel=2 -o %t/x 2>&1 | FileCheck %s --check-prefix=CUDADP
+// CUDADP: moe-compile: error: --data-parallel and --expert-parallel need --target=cpu: the CUDA back end has no NCCL collectives yet
 
 // RUN: not moe-compile %t/two.mlir --model=a --forward-only --target=cuda --driver-lib=%t/nolib.a -o %t/x 2>&1 | FileCheck %s --check-prefix=LIB
 // RUN: not moe-compile %t/two.mlir --model=a --forward-only --target=cuda --cuda-lib=%t/nocuda.so -o %t/x 2>&1 | FileCheck %s --check-prefix=CUDALIB

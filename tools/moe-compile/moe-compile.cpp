@@ -1082,12 +1082,8 @@ static LogicalResult compile(const char *argv0, TimingScope &root,
                      "step to shard");
   if (worldSize() > 1 && target == Target::CUDA)
     return toolError("--data-parallel and --expert-parallel need "
-                     "--target=cpu: the CUDA back end has no training "
-                     "program and no NCCL collectives yet");
-  if (target == Target::CUDA && !forwardOnly)
-    return toolError("--target=cuda cannot build a training program yet "
-                     "(the GPU back end has no gradient kernels); pass "
-                     "--forward-only for the loss-only program");
+                     "--target=cpu: the CUDA back end has no NCCL "
+                     "collectives yet");
   FailureOr<std::string> manifest = buildManifest(*model);
   if (failed(manifest))
     return failure();
@@ -1198,8 +1194,9 @@ int main(int argc, char **argv) {
       "--forward-only, OUT reads token ids (a binary file of uint32, or\n"
       "embedded sample text), runs the forward pass and prints\n"
       "'loss <value>'. Run OUT --help for its options. --target=cuda builds\n"
-      "only the forward program for now (with --forward-only); a cuda OUT\n"
-      "runs its kernels on GPU 0 and needs the CUDA driver only. MLIR's\n"
+      "either program for the GPU (its gradient kernels are not yet fast); a\n"
+      "cuda OUT runs its kernels on GPU 0 and needs the CUDA driver only. "
+      "MLIR's\n"
       "usual options (--mlir-print-ir-after-all, --mlir-timing, ...) work\n"
       "too; --help-hidden lists them.\n\n"
       "Compile cache: an object or executable compile first looks up its\n"

@@ -230,6 +230,17 @@ void freeBuffer(void *buffer);
 /// Frees a buffer the compiled code returned.
 void releaseResult(void *allocated);
 
+/// Times the GPU kernels that the next calls launch (CUDA; nothing on the
+/// CPU, where `finishKernelTiming` then returns false).
+void startKernelTiming();
+/// Stops the timing of startKernelTiming: the launches' number and summed
+/// GPU milliseconds (MOERT_KERNEL_PROFILE=1 also prints them by kernel
+/// name on stderr). False on the CPU.
+bool finishKernelTiming(int &launches, double &milliseconds);
+/// "peak GPU memory: ..." (device buffers plus host-shared memory in use at
+/// once so far), or "" on the CPU.
+std::string peakMemoryLine();
+
 /// The training program (Train.cpp): parses its options and trains.
 int runTraining(int argc, char **argv, const Manifest &manifest);
 

@@ -475,6 +475,46 @@ void moe_driver::freeBuffer(void *buffer) {
 #endif
 }
 
+void moe_driver::startKernelTiming() {
+#ifdef MOE_MODEL_MAIN_CUDA
+  moertMlirSetKernelTiming(1);
+#endif
+}
+
+bool moe_driver::finishKernelTiming(int &launches, double &milliseconds) {
+#ifdef MOE_MODEL_MAIN_CUDA
+  milliseconds = moertMlirKernelMilliseconds();
+  launches = moertMlirLastKernelTimes(nullptr, 0);
+  moertMlirSetKernelTiming(0);
+  checkDevice("while timing the kernels");
+  return true;
+#else
+  launches = 0;
+  milliseconds = 0;
+  return false;
+#endif
+}
+
+std::string moe_driver::peakMemoryLine() {
+#ifdef MOE_MODEL_MAIN_CUDA
+  unsigned long long poolPeak = 0, managedPeak = 0;
+  if (moertMlirPeakBytes(&poolPeak, &managedPeak) != 0) {
+    std::string why = moertMlirGetError();
+    moertMlirClearError();
+    return "peak GPU memory: unknown (" + why + ")";
+  }
+  char text[200];
+  std::snprintf(text, sizeof(text),
+                "peak GPU memory: %.3f GiB (device buffers %llu bytes, "
+                "host-shared memory %llu bytes)",
+                static_cast<double>(poolPeak + managedPeak) / (1 << 30),
+                poolPeak, managedPeak);
+  return text;
+#else
+  return "";
+#endif
+}
+
 /// Every host allocation of the CUDA back end is host-shared memory; the
 /// CPU back end's are malloc'ed.
 void moe_driver::releaseResult(void *allocated) { freeBuffer(allocated); }

@@ -28,6 +28,7 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -436,10 +437,33 @@ int moe_driver::runTraining(int argc, char **argv, const Manifest &manifest) {
   double stepSeconds = 0, evalSeconds = 0, intervalSeconds = 0;
   int64_t intervalTokens = 0;
   std::vector<float> metrics(static_cast<size_t>(manifest.numMetrics));
+  // --dump-batches: rank 0 writes the global batch of every step.
+  std::unique_ptr<std::FILE, int (*)(std::FILE *)> batchFile(nullptr,
+                                                             std::fclose);
+  if (!options.dumpBatches.empty() && group.rank == 0) {
+    batchFile.reset(std::fopen(options.dumpBatches.c_str(), "wb"));
+    if (!batchFile)
+      fail("cannot write --dump-batches file '" + options.dumpBatches +
+           "': " + std::strerror(errno));
+  }
+  std::vector<uint32_t> batchRow(static_cast<size_t>(length + 1));
   for (int64_t step = startStep + 1; step <= options.steps; ++step) {
     auto batchStart = std::chrono::steady_clock::now();
     trainBatches.next(batch, inputs.get(), labels.get());
     dataSeconds += seconds(batchStart);
+    if (batchFile) {
+      for (int64_t row = 0; row < batch; ++row) {
+        const int32_t *in = inputs.get() + row * length;
+        for (int64_t t = 0; t < length; ++t)
+          batchRow[static_cast<size_t>(t)] = static_cast<uint32_t>(in[t]);
+        batchRow[static_cast<size_t>(length)] =
+            static_cast<uint32_t>(labels.get()[row * length + length - 1]);
+        if (std::fwrite(batchRow.data(), sizeof(uint32_t), batchRow.size(),
+                        batchFile.get()) != batchRow.size())
+          fail("cannot write --dump-batches file '" + options.dumpBatches +
+               "': " + std::strerror(errno));
+      }
+    }
 
     // hyper = [lr, beta1, beta2, eps, weight_decay, max_grad_norm,
     //          1/(1 - beta1^t), 1/(1 - beta2^t)], corrections in double.
@@ -468,10 +492,20 @@ int moe_driver::runTraining(int argc, char **argv, const Manifest &manifest) {
     MemRef<int32_t, 2> labelsRef = labels.rows(firstRow, localBatch, length);
     TrainStepResults results;
     std::memset(&results, 0, sizeof(results));
+    bool profiled = step == options.kernelProfileStep;
+    if (profiled)
+      startKernelTiming();
     auto stepStart = std::chrono::steady_clock::now();
     _mlir_ciface_moe_model_train_step(&results, &paramsRef, &mRef, &vRef,
                                       &inputsRef, &labelsRef, &hyperRef);
     checkDevice("while running the train step");
+    int launches = 0;
+    double kernelMs = 0;
+    if (profiled && finishKernelTiming(launches, kernelMs) && group.rank == 0)
+      std::fprintf(stderr,
+                   "kernels of step %ld: %d launches, %.3f ms on the "
+                   "GPU\n",
+                   static_cast<long>(step), launches, kernelMs);
     float loss = results.loss.aligned[results.loss.offset];
     releaseResult(results.loss.allocated);
     if (results.params.allocated == results.m.allocated ||
@@ -641,5 +675,8 @@ int moe_driver::runTraining(int argc, char **argv, const Manifest &manifest) {
               "overall\n",
               trained / std::max(stepSeconds, 1e-9),
               trained / std::max(total, 1e-9));
+  std::string peak = peakMemoryLine();
+  if (!peak.empty() && group.rank == 0)
+    std::printf("%s\n", peak.c_str());
   return 0;
 }

@@ -134,6 +134,18 @@ void printTrainHelp(const char *argv0, const Manifest &manifest) {
       "                     up to its checkpoint\n"
       "  --dump-params=DIR  after training, write every parameter as\n"
       "                     DIR/<name>.npy (f32)\n"
+      "  --dump-batches=FILE  write every step's batch to FILE: per step, "
+      "batch rows\n"
+      "                     of seq-len + 1 little-endian uint32 tokens (the "
+      "inputs,\n"
+      "                     then the row's last label), so that another "
+      "program can\n"
+      "                     train on the same data (bench/train)\n"
+      "  --kernel-profile-step=N  cuda: time the GPU kernels of step N and "
+      "print\n"
+      "                     their launches and milliseconds "
+      "(MOERT_KERNEL_PROFILE=1:\n"
+      "                     by kernel name); 0: none (default 0)\n"
       "  --save-dir=DIR     write checkpoints DIR/step-<8 digits> "
       "(model.safetensors,\n"
       "                     optimizer.safetensors, state.json; DIR/latest "
@@ -326,6 +338,10 @@ TrainOptions moe_driver::parseTrainOptions(int argc, char **argv,
       integer(options.evalBatches, 1);
     } else if (key == "--dump-params") {
       options.dumpParams = value;
+    } else if (key == "--dump-batches") {
+      options.dumpBatches = value;
+    } else if (key == "--kernel-profile-step") {
+      integer(options.kernelProfileStep, 0);
     } else if (key == "--metrics") {
       options.metricsPath = value;
     } else if (key == "--save-dir") {

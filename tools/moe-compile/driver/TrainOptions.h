@@ -37,6 +37,11 @@ struct TrainOptions {
   std::string dataFormat = "auto";
   int64_t logEvery = 1, evalEvery = 0, evalBatches = 4;
   std::string dumpParams, metricsPath;
+  /// --dump-batches: every step's batch, appended as uint32 rows of
+  /// seq-len + 1 tokens (the inputs, then the last label).
+  std::string dumpBatches;
+  /// --kernel-profile-step: time the GPU kernels of this step; 0: none.
+  int64_t kernelProfileStep = 0;
   // Checkpoints.
   std::string saveDir, resume;
   int64_t saveEvery = 0, keep = 0;
