@@ -974,6 +974,43 @@ def model_cases():
                for b, t, s in MODEL_GRAPH_CONFIGS])
 
 
+# The training program on the GPU: the losses and gradient norms of its first
+# steps against the CPU training program's on the same seed and batches.
+TRAIN_LOSS = Tol(rtol=3e-3, why="training losses of the first steps: the bf16 "
+                 "tensor-core kernels' rounding (as LOSS) grows over the steps "
+                 "(the updated weights differ); an H200 gave 2.6e-4, 2.6e-4, "
+                 "1.9e-3 (B = 4, T = 128) and 6.1e-4, 4.2e-4, 7.8e-4 (B = 2, "
+                 "T = 100) for steps 1 to 3, while a wrong gradient moves the "
+                 "loss of step 2 by 1e-1 or more")
+TRAIN_GRAD_NORM = Tol(rtol=3e-2, why="the global gradient norm before clipping "
+                      "through bf16 tensor-core kernels against the CPU's fp32: "
+                      "an H200 gave 7.3e-4, 8.0e-4, 3.7e-4 (B = 4, T = 128) and "
+                      "3.2e-3, 1.8e-2, 1.9e-2 (B = 2, T = 100; after the first "
+                      "update some tokens route to other experts)")
+
+
+class TrainCase:
+    """The executable of moe-compile --target=cuda (the training program) on
+    the embedded corpus: the loss and gradient norm of each of its first
+    `steps` steps against the CPU training program's (same seed, batches and
+    hyper-parameters)."""
+
+    kind = "train"
+
+    def __init__(self, name, batch, seq_len, seed, steps=3, timeout=420):
+        self.name, self.batch, self.seq_len, self.seed = name, batch, seq_len, seed
+        self.steps, self.timeout = steps, timeout
+
+
+# batch, sequence length, seed: two KDA chunks; one chunk and a partial one.
+TRAIN_CONFIGS = [(4, 128, 0), (2, 100, 1)]
+
+
+def train_cases():
+    return [TrainCase(f"train/kimi_tiny/B{b}_T{t}_seed{s}", b, t, s)
+            for b, t, s in TRAIN_CONFIGS]
+
+
 class ProgramCase:
     """A test program of runtime/test built here (it needs only the CUDA
     driver and libfmt, which the suite carries): exit status 0, the line
@@ -999,4 +1036,4 @@ def program_cases():
 def all_cases():
     return (program_cases() + kda_cases() + mla_cases() + moe_cases() + routing_cases()
             + experts_cases() + experts_f32_cases() + gemm_cases() + mapped_cases()
-            + model_fn_cases() + model_cases())
+            + model_fn_cases() + model_cases() + train_cases())

@@ -408,6 +408,46 @@ class Prepare:
                   flush=True)
         return entries
 
+    def trains(self, cases, failed):
+        """The cuda training executable and, per case, the CPU training
+        program's loss and gradient norm of each step (--metrics)."""
+        model = os.path.join(ROOT, table.MODEL)
+        compile_ = os.path.join(self.bin, "moe-compile")
+        os.makedirs(self.path("models"), exist_ok=True)
+        cpu = os.path.join(self.scratch_root, "train-cpu")
+        try:
+            print(f"compiling {table.MODEL} -> models/train-cuda", flush=True)
+            run([compile_, model, "--target=cuda", "-o", self.path("models/train-cuda")],
+                "moe-compile (cuda training program)")
+            print(f"compiling {table.MODEL}'s training program for the CPU", flush=True)
+            run([compile_, model, "-o", cpu], "moe-compile (cpu training program)")
+        except PrepareError as e:
+            return [failed(case, e) for case in cases]
+        entries = []
+        for case in cases:
+            args = [f"--steps={case.steps}", f"--batch={case.batch}",
+                    f"--seq-len={case.seq_len}", f"--seed={case.seed}"]
+            metrics = os.path.join(self.scratch_root, "train-metrics.jsonl")
+            try:
+                run([cpu, *args, f"--metrics={metrics}"], "the CPU training program")
+                with open(metrics) as f:
+                    steps = [json.loads(line) for line in f if line.strip()]
+            except (PrepareError, OSError, ValueError) as e:
+                entries.append(failed(case, e))
+                continue
+            if len(steps) != case.steps:
+                entries.append(failed(case, f"the CPU run wrote {len(steps)} steps"))
+                continue
+            entries.append({"name": case.name, "kind": "train", "timeout": case.timeout,
+                            "executable": "models/train-cuda", "args": args,
+                            "cpu_loss": [s["loss"] for s in steps],
+                            "cpu_grad_norm": [s["grad_norm"] for s in steps],
+                            "tol": table.TRAIN_LOSS.to_json(),
+                            "grad_norm_tol": table.TRAIN_GRAD_NORM.to_json()})
+            print(f"prepared {case.name}: cpu losses "
+                  + ", ".join(f"{s['loss']:.6f}" for s in steps), flush=True)
+        return entries
+
     def model_losses(self, cpu, model, params, batch, seq_len, seed):
         work = tempfile.mkdtemp(dir=self.scratch_root)
         loss_file = os.path.join(work, "loss.npy")
@@ -474,6 +514,9 @@ def describe(case):
     if case.kind == "model":
         graph = ", CUDA graph replays bit-identical" if case.graph else ""
         return f"{case.name}  [loss rtol {table.LOSS.rtol:g}{graph}]"
+    if case.kind == "train":
+        return (f"{case.name}  [{case.steps} steps: loss rtol {table.TRAIN_LOSS.rtol:g}, "
+                f"grad norm rtol {table.TRAIN_GRAD_NORM.rtol:g}]")
     return f"{case.name}  [{case.program}]"
 
 
@@ -494,9 +537,10 @@ def main():
         if args.list:
             for case in cases:
                 print(describe(case))
-            kinds = {k: sum(c.kind == k for c in cases) for k in ("kernel", "model", "program")}
+            kinds = {k: sum(c.kind == k for c in cases)
+                     for k in ("kernel", "model", "train", "program")}
             print(f"{len(cases)} cases: {kinds['kernel']} kernel, {kinds['model']} model, "
-                  f"{kinds['program']} program")
+                  f"{kinds['train']} train, {kinds['program']} program")
             return 0
         return prepare(args, cases)
     except PrepareError as e:
@@ -563,6 +607,9 @@ def prepare(args, cases):
         models = [c for c in cases if c.kind == "model"]
         if models:
             entries += prep.models(models, failed)
+        trains = [c for c in cases if c.kind == "train"]
+        if trains:
+            entries += prep.trains(trains, failed)
     finally:
         shutil.rmtree(prep.scratch_root, ignore_errors=True)
     commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],

@@ -479,6 +479,52 @@ class Runner:
         self.report(case, "PASS" if ok else "FAIL", text, checks, time.time() - t0,
                     None if ok else f"the loss is off by more than {tol:g}", gpu_loss=gpu)
 
+    def train(self, case):
+        """The training program's first steps: each step's loss and gradient
+        norm (its --metrics lines) against the CPU training program's."""
+        exe = os.path.join(self.suite, case["executable"])
+        t0 = time.time()
+        if self.args.dry_run:
+            steps = [{"loss": l, "grad_norm": g}
+                     for l, g in zip(case["cpu_loss"], case["cpu_grad_norm"])]
+        else:
+            if not os.access(exe, os.X_OK):
+                return self.report(case, "FAIL", "not run",
+                                   error=f"{exe} is missing: run scripts/gpu-test.sh prepare")
+            limit = min(case["timeout"] * self.args.timeout_scale, max(self.left(), 1))
+            metrics = os.path.join(self.save, suite.case_dir(case["name"]), "metrics.jsonl")
+            os.makedirs(os.path.dirname(metrics), exist_ok=True)
+            try:
+                r = subprocess.run([exe, *case["args"], f"--metrics={metrics}"],
+                                   capture_output=True, text=True, timeout=limit)
+            except subprocess.TimeoutExpired:
+                return self.report(case, "FAIL", "no steps", seconds=time.time() - t0,
+                                   error=f"over the time limit ({limit:.0f} s)")
+            steps = []
+            if os.path.exists(metrics):
+                with open(metrics) as f:
+                    steps = [json.loads(line) for line in f if line.strip()]
+            if r.returncode or len(steps) != len(case["cpu_loss"]):
+                self.save_log(case, r.stdout, r.stderr)
+                return self.report(case, "FAIL", f"{len(steps)} steps",
+                                   seconds=time.time() - t0,
+                                   error=f"exit status {r.returncode}:\n{tail(r.stderr)}")
+        checks = []
+        for i, step in enumerate(steps):
+            for name, key, tol in (("loss", "cpu_loss", case["tol"]),
+                                   ("grad_norm", "cpu_grad_norm", case["grad_norm_tol"])):
+                ref = case[key][i]
+                error = abs(step[name] - ref) / abs(ref)
+                checks.append({"name": f"step{i + 1}.{name}", "against": "cpu",
+                               "kind": "rtol", "bar": tol["bar"], "error": error,
+                               "ok": error <= tol["bar"], "detail": ""})
+        ok = all(c["ok"] for c in checks)
+        text = "losses " + ", ".join(f"{s['loss']:.6f}" for s in steps) + \
+            " (cpu " + ", ".join(f"{l:.6f}" for l in case["cpu_loss"]) + "): " + \
+            self.kernel_line(checks)
+        self.report(case, "PASS" if ok else "FAIL", text, checks, time.time() - t0,
+                    None if ok else "a step's loss or gradient norm is off the CPU's")
+
     def program(self, case):
         prog = os.path.join(self.suite, case["program"])
         t0 = time.time()
@@ -547,6 +593,9 @@ class Runner:
         for case in cases:
             if case["kind"] == "model" and not self.out_of_time(case):
                 self.model(case)
+        for case in cases:
+            if case["kind"] == "train" and not self.out_of_time(case):
+                self.train(case)
 
 
 def gpu_description():
