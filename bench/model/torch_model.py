@@ -47,6 +47,12 @@
 # sub-layer's output (layers.<i>.mixer, layers.<i>.ffn), which a loss check
 # must catch. bench/model/check_torch_cpu.sh runs the whole self-check on
 # the CPU.
+#
+# Training (bench/train/peer.py) uses the same forward with autograd:
+# Impl.route_hook receives every MoE FFN's fp32 scores and top-k indices (for
+# the balancer), Impl.recompute puts chosen sub-layers under activation
+# checkpointing, and matmul_f32 has a backward on CUDA (torch has none for
+# mm's out_dtype overload); the forward values are the same.
 
 import argparse
 import dataclasses
@@ -60,6 +66,7 @@ import types
 import numpy as np
 import torch
 import torch.nn.functional as F
+import torch.utils.checkpoint
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODELS = ("kimi-tiny", "kimi-small")
@@ -376,12 +383,35 @@ def linear(x, w):
     return torch.matmul(x.to(w.dtype), w)
 
 
+class _MatmulF32(torch.autograd.Function):
+    """torch.mm(a, b, out_dtype=float32) with a backward (torch defines no
+    derivative for mm's out_dtype overload): the fp32 adjoint is rounded to
+    the operands' dtype and both adjoints are GEMMs in that dtype with fp32
+    accumulation, as under autocast."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return torch.mm(a, b, out_dtype=torch.float32)
+
+    @staticmethod
+    def backward(ctx, dy):
+        a, b = ctx.saved_tensors
+        dy = dy.to(a.dtype)
+        da = torch.mm(dy, b.t()) if ctx.needs_input_grad[0] else None
+        db = torch.mm(a.t(), dy) if ctx.needs_input_grad[1] else None
+        return da, db
+
+
 def matmul_f32(a, b):
-    """a b in fp32: bf16 operands accumulate in fp32 and stay fp32."""
+    """a b in fp32: bf16 operands accumulate in fp32 and stay fp32 (the
+    same forward with or without autograd)."""
     if a.dtype == torch.float32:
         return a @ b
     if a.is_cuda:
         try:
+            if torch.is_grad_enabled() and (a.requires_grad or b.requires_grad):
+                return _MatmulF32.apply(a, b)
             return torch.mm(a, b, out_dtype=torch.float32)
         except (RuntimeError, TypeError):
             pass
@@ -543,6 +573,9 @@ def moe_ffn(cfg, P, f, x, impl):
     n, k, E = xf.shape[0], cfg.top_k, cfg.experts
     scores = torch.sigmoid(xf.float() @ P[f + "w_router"].float().t())
     _, idx = torch.topk(scores + P[f + "router_bias"].float(), k, dim=-1)
+    if impl.route_hook is not None:
+        # The training peer's balancer reads the step's routing.
+        impl.route_hook(f, scores, idx)
     weights = scores.gather(1, idx)
     weights = weights / (weights.sum(-1, keepdim=True) + 1e-20) * cfg.scaling
     wg, wu, wd = P[f + "w_gate"], P[f + "w_up"], P[f + "w_down"]
@@ -607,12 +640,19 @@ class Impl:
     """Which implementation each piece uses, and the optional checks."""
 
     def __init__(self, kda="chunk", experts="loop", fla=None, fla_conv=False, fla_norm=False,
-                 trace=False, trace_inputs=False, break_sublayer=None):
+                 trace=False, trace_inputs=False, break_sublayer=None, route_hook=None,
+                 recompute=None):
         self.kda, self.experts, self.fla = kda, experts, fla
         self.fla_conv, self.fla_norm = fla_conv, fla_norm  # fla's conv and gated norm
         self.trace = [] if trace or trace_inputs else None
         self.trace_inputs = trace_inputs
         self.break_sublayer = break_sublayer
+        # route_hook(prefix, fp32 scores [N, E], top-k indices [N, k]), called
+        # by every MoE FFN (bench/train/peer.py's balancer reads it).
+        self.route_hook = route_hook
+        # recompute(name) -> bool: run that sub-layer under activation
+        # checkpointing (training only; the values are the same).
+        self.recompute = recompute
 
 
 def sublayer_names(cfg):
@@ -650,7 +690,11 @@ def forward_loss(cfg, P, tokens, labels, impl):
         else:
             x = h
         x = rms_norm(x, P[name + "_norm.weight"], eps)
-        y = sublayer_fn(cfg, P, name, impl)(x)
+        fn = sublayer_fn(cfg, P, name, impl)
+        if impl.recompute is not None and torch.is_grad_enabled() and impl.recompute(name):
+            y = torch.utils.checkpoint.checkpoint(fn, x, use_reentrant=False)
+        else:
+            y = fn(x)
         if impl.break_sublayer == name:
             y = -y
         if impl.trace is not None:
