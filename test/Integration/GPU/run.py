@@ -35,6 +35,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -492,18 +493,18 @@ class Runner:
                 return self.report(case, "FAIL", "not run",
                                    error=f"{exe} is missing: run scripts/gpu-test.sh prepare")
             limit = min(case["timeout"] * self.args.timeout_scale, max(self.left(), 1))
-            metrics = os.path.join(self.save, suite.case_dir(case["name"]), "metrics.jsonl")
-            os.makedirs(os.path.dirname(metrics), exist_ok=True)
-            try:
-                r = subprocess.run([exe, *case["args"], f"--metrics={metrics}"],
-                                   capture_output=True, text=True, timeout=limit)
-            except subprocess.TimeoutExpired:
-                return self.report(case, "FAIL", "no steps", seconds=time.time() - t0,
-                                   error=f"over the time limit ({limit:.0f} s)")
-            steps = []
-            if os.path.exists(metrics):
-                with open(metrics) as f:
-                    steps = [json.loads(line) for line in f if line.strip()]
+            with tempfile.TemporaryDirectory() as scratch:
+                metrics = os.path.join(scratch, "metrics.jsonl")
+                try:
+                    r = subprocess.run([exe, *case["args"], f"--metrics={metrics}"],
+                                       capture_output=True, text=True, timeout=limit)
+                except subprocess.TimeoutExpired:
+                    return self.report(case, "FAIL", "no steps", seconds=time.time() - t0,
+                                       error=f"over the time limit ({limit:.0f} s)")
+                steps = []
+                if os.path.exists(metrics):
+                    with open(metrics) as f:
+                        steps = [json.loads(line) for line in f if line.strip()]
             if r.returncode or len(steps) != len(case["cpu_loss"]):
                 self.save_log(case, r.stdout, r.stderr)
                 return self.report(case, "FAIL", f"{len(steps)} steps",

@@ -226,9 +226,6 @@ static Value sumOfSquares(ImplicitLocOpBuilder &b, Value input) {
   int64_t rows = std::max<int64_t>(1, llvm::divideCeil(size, kSquareSumRow));
   Value padded =
       tb.zeroPadded(input, 0, b.getIndexAttr(rows * kSquareSumRow), f32);
-  auto paddedType = RankedTensorType::get({rows * kSquareSumRow}, f32);
-  if (padded.getType() != paddedType)
-    padded = tensor::CastOp::create(b, paddedType, padded);
   Value matrix = tensor::ExpandShapeOp::create(
       b, RankedTensorType::get({rows, kSquareSumRow}, f32), padded,
       ArrayRef<ReassociationIndices>{{0, 1}});
