@@ -36,7 +36,10 @@
 // RUN: moe-npy compare %t/out/result11.npy %t/ref_state/dv.npy --rtol=2e-5 | FileCheck %s
 // RUN: moe-npy compare %t/out/result12.npy %t/ref_state/dg.npy --rtol=2e-5 | FileCheck %s
 // RUN: moe-npy compare %t/out/result13.npy %t/ref_state/dbeta.npy --rtol=2e-5 | FileCheck %s
-// RUN: moe-npy compare %t/out/result14.npy %t/ref_state/ds0.npy --rtol=2e-5 | FileCheck %s
+// dS0 alone is exp(sum of 70 log decays) ds, about 5e-25: its relative
+// accuracy is that of the fp32 sums of g (|sum| = 56, one ulp 3.8e-6);
+// observed 4.4e-5 (12 ulps, with the summation order of the CPU's vectors).
+// RUN: moe-npy compare %t/out/result14.npy %t/ref_state/ds0.npy --rtol=1e-4 | FileCheck %s
 //
 // CHECK: max relative error
 

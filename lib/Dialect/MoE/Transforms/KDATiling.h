@@ -48,8 +48,9 @@ struct ChunkForward {
   Value aqk, keyKey, l, m;
   /// beta K exp(Gamma) `[C, K]`, beta V `[C, V]`, W, U, Vn = U - W S.
   Value kBeta, vBeta, w, u, pseudoValues;
-  /// Q exp(Gamma) `[C, K]`; Gamma's last row `[K]`; K exp(Gamma_last - G).
-  Value qDecayed, lastRow, kDecayed;
+  /// Q exp(Gamma) `[C, K]`; Gamma's last row `[K]`; exp(Gamma_last - G)
+  /// `[C, K]` and K exp(Gamma_last - G).
+  Value qDecayed, lastRow, tailDecay, kDecayed;
   /// Per diagonal tile, the run-time guard's verdict (i1) for the guarded
   /// path; empty otherwise.
   SmallVector<Value> safe;

@@ -432,7 +432,16 @@ ChunkForward KDATiler::chunkForward(Value q, Value k, Value v, Value g,
   f.pseudoValues = subtract(f.u, tb.matmul(f.w, state, false, false));
   f.qDecayed = tb.multiply(q, f.decay);
   f.lastRow = rowOf(gamma, attr(chunk - 1));
-  f.kDecayed = scaleByDecay(k, gamma, f.lastRow, -1.0);
+  // exp(Gamma_last - Gamma) from the suffix sums sum_{j > i} g_j, not from
+  // the difference of two cumulative sums: near the chunk's end that
+  // difference is rounding noise of |Gamma_last| (one ulp of 5000 nats is
+  // 5e-4), where the exact factor is 1 or close to it.
+  Value suffix = subtract(tb.matmul(f.lowerOnes, g, true, false), g);
+  f.tailDecay = tb.map(suffix, f32(),
+                       [](OpBuilder &nested, Location loc, ValueRange args) {
+                         return math::ExpOp::create(nested, loc, args[0]);
+                       });
+  f.kDecayed = tb.multiply(k, f.tailDecay);
   return f;
 }
 
