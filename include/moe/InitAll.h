@@ -12,6 +12,7 @@
 
 #include "moe/Conversion/Passes.h"
 #include "moe/Dialect/MoE/IR/MoE.h"
+#include "moe/Dialect/MoE/Transforms/OutlinedKinds.h"
 #include "moe/Dialect/MoE/Transforms/Passes.h"
 #include "moe/GPU/LaunchMemoryEffects.h"
 #include "moe/Pipelines/Pipelines.h"
@@ -23,6 +24,7 @@ namespace mlir::moe {
 inline void registerAllDialects(DialectRegistry &registry) {
   registry.insert<MoEDialect>();
   registerGPULaunchMemoryEffects(registry);
+  registerOutlinedKindCallModels(registry);
 }
 
 inline void registerAllPasses() {

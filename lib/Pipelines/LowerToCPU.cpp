@@ -42,7 +42,7 @@ using namespace mlir;
 void mlir::moe::addMoEToUpstreamPasses(
     OpPassManager &pm,
     llvm::function_ref<void(OpPassManager &)> kernelGenerators,
-    bool shapeChecks) {
+    bool shapeChecks, bool outlineKinds) {
   // Passes that lower moe ops to upstream tensor-level IR go here, in order.
   // A whole model becomes a function of its packed parameters.
   pm.addPass(createConvertMoEModelToFunc());
@@ -52,6 +52,9 @@ void mlir::moe::addMoEToUpstreamPasses(
     pm.addPass(createMoEInsertShapeChecks());
   // Layer ops (moe.moe_ffn, ...) become primitive ops first.
   pm.addPass(createMoEDecompose());
+  // Each kind of op group once, called by every instance.
+  if (outlineKinds)
+    pm.addPass(createMoEOutlineKinds());
   // A back end's kernel generators take the primitive ops they handle
   // first: before the routing fusion (which takes the MoE ops as a whole)
   // and before the conversion below lowers away moe.decay_gate, which the
@@ -100,9 +103,10 @@ void mlir::moe::buildLowerToCPUPipeline(OpPassManager &pm,
     addMoEToUpstreamPasses(
         pm,
         [](OpPassManager &nested) { nested.addPass(createMoEProfileOps()); },
-        options.shapeChecks);
+        options.shapeChecks, options.outlineKinds);
   else
-    addMoEToUpstreamPasses(pm, nullptr, options.shapeChecks);
+    addMoEToUpstreamPasses(pm, nullptr, options.shapeChecks,
+                           options.outlineKinds);
 
   // 2. C wrappers. Done before any pass adds library declarations (math to
   // libm), which must keep their plain C signature.

@@ -29,26 +29,29 @@ void mlir::moe::buildLowerToNVVMPipeline(OpPassManager &pm,
   // 1. moe -> upstream tensor IR as for the CPU, except that the KDA,
   // attention, routing and expert ops the kernel generators handle become
   // GPU kernels first.
-  addMoEToUpstreamPasses(pm, [&](OpPassManager &nested) {
-    MoEGenerateKDAKernelsOptions kdaOptions;
-    kdaOptions.diagonal = options.kdaDiagonal;
-    kdaOptions.valueTile = options.kdaValueTile;
-    nested.addPass(createMoEGenerateKDAKernels(kdaOptions));
-    MoEGenerateAttentionKernelsOptions attentionOptions;
-    attentionOptions.queryTile = options.attentionQueryTile;
-    attentionOptions.convertOnce = options.attentionConvertOnce;
-    nested.addPass(createMoEGenerateAttentionKernels(attentionOptions));
-    nested.addPass(createMoEGenerateRoutingKernels());
-    MoEGenerateExpertKernelsOptions expertOptions;
-    expertOptions.reductionStep = options.expertReductionStep;
-    expertOptions.stages = options.expertStages;
-    expertOptions.blockCols = options.expertBlockCols;
-    expertOptions.matmulPrecision = options.matmulPrecision;
-    nested.addPass(createMoEGenerateExpertKernels(expertOptions));
-    // The lm_head loss as whole-batch projections of vocabulary chunks and
-    // row reductions, before -moe-tile-loss would make it token tiles.
-    nested.addNestedPass<func::FuncOp>(createMoEChunkLoss());
-  });
+  addMoEToUpstreamPasses(
+      pm,
+      [&](OpPassManager &nested) {
+        MoEGenerateKDAKernelsOptions kdaOptions;
+        kdaOptions.diagonal = options.kdaDiagonal;
+        kdaOptions.valueTile = options.kdaValueTile;
+        nested.addPass(createMoEGenerateKDAKernels(kdaOptions));
+        MoEGenerateAttentionKernelsOptions attentionOptions;
+        attentionOptions.queryTile = options.attentionQueryTile;
+        attentionOptions.convertOnce = options.attentionConvertOnce;
+        nested.addPass(createMoEGenerateAttentionKernels(attentionOptions));
+        nested.addPass(createMoEGenerateRoutingKernels());
+        MoEGenerateExpertKernelsOptions expertOptions;
+        expertOptions.reductionStep = options.expertReductionStep;
+        expertOptions.stages = options.expertStages;
+        expertOptions.blockCols = options.expertBlockCols;
+        expertOptions.matmulPrecision = options.matmulPrecision;
+        nested.addPass(createMoEGenerateExpertKernels(expertOptions));
+        // The lm_head loss as whole-batch projections of vocabulary chunks and
+        // row reductions, before -moe-tile-loss would make it token tiles.
+        nested.addNestedPass<func::FuncOp>(createMoEChunkLoss());
+      },
+      /*shapeChecks=*/false, options.outlineKinds);
   // The dense contractions left in the host code (projections, the dense
   // FFNs lowered to linalg) -> tensor-core GEMM kernels.
   MoEGenerateGEMMKernelsOptions gemmOptions;

@@ -170,6 +170,13 @@ static cl::opt<bool> cpuBlas(
     cl::desc("--target=cpu: run fp32 contractions with OpenBLAS through the "
              "CPU runtime (default on; --blas=false keeps them as loops)"),
     cl::init(true), cl::cat(compileCategory));
+static cl::opt<bool> outlineKinds(
+    "outline-kinds",
+    cl::desc("Compile each kind of layer op group once: every instance calls "
+             "one private function per kind (-moe-outline-kinds; same "
+             "numbers, bit for bit). Default on for --target=cpu, off for "
+             "cuda"),
+    cl::init(true), cl::cat(compileCategory));
 static cl::opt<bool> cpuProfile(
     "profile",
     cl::desc("--target=cpu: time every moe op (forward and gradient ops, by "
@@ -582,6 +589,14 @@ static LogicalResult buildProgram(ModuleOp module, moe::ModelOp model,
   return success();
 }
 
+/// --outline-kinds as given, else on for the CPU and off for CUDA (whose
+/// outlined form has not been run on a GPU yet).
+static bool useOutlineKinds() {
+  if (outlineKinds.getNumOccurrences())
+    return outlineKinds;
+  return target == Target::CPU;
+}
+
 /// Lowers the module in place with moe-lower-to-cpu or moe-lower-to-nvvm.
 static LogicalResult lowerToLLVMDialect(ModuleOp module, TimingScope &timer) {
   PassManager pm(module.getContext());
@@ -592,11 +607,13 @@ static LogicalResult lowerToLLVMDialect(ModuleOp module, TimingScope &timer) {
     moe::LowerToNVVMOptions options;
     options.format = gpuFormat;
     options.matmulPrecision = matmulPrecision;
+    options.outlineKinds = useOutlineKinds();
     moe::buildLowerToNVVMPipeline(pm, options);
   } else {
     moe::LowerToCPUOptions options;
     options.blas = cpuBlas;
     options.profile = cpuProfile;
+    options.outlineKinds = useOutlineKinds();
     moe::buildLowerToCPUPipeline(pm, options);
   }
   return pm.run(module);
@@ -866,6 +883,7 @@ static FailureOr<std::string> buildCacheKey(llvm::StringRef input,
   key.add("opt-level", std::to_string(optLevel));
   key.add("blas", cpuBlas ? "1" : "0");
   key.add("profile", cpuProfile ? "1" : "0");
+  key.add("outline-kinds", useOutlineKinds() ? "1" : "0");
   key.add("gpu-format", gpuFormat);
   key.add("matmul-precision", matmulPrecision);
   key.add("triple", host.triple.str());

@@ -92,6 +92,12 @@ static cl::opt<bool> buildTrainingStep(
              "@<model>_grad and @<model>_train_step of each moe.model can "
              "be called"),
     cl::cat(runCategory));
+static cl::opt<bool> outlineKinds(
+    "outline-kinds",
+    cl::desc("Lower each kind of moe op group once, in a function that every "
+             "instance calls (-moe-outline-kinds; default on for cpu, off "
+             "for cuda); =false lowers every instance inline"),
+    cl::init(true), cl::cat(runCategory));
 static cl::opt<bool>
     printLowered("print-lowered",
                  cl::desc("Print the module after moe-lower-to-cpu to stdout"),
@@ -699,9 +705,12 @@ static llvm::Error run() {
       cuda ? "moe-lower-to-nvvm" : "moe-lower-to-cpu";
   if (cuda) {
     moe::LowerToNVVMOptions pipelineOptions;
+    pipelineOptions.outlineKinds =
+        outlineKinds.getNumOccurrences() && outlineKinds;
     moe::buildLowerToNVVMPipeline(pm, pipelineOptions);
   } else {
     moe::LowerToCPUOptions pipelineOptions;
+    pipelineOptions.outlineKinds = outlineKinds;
     moe::buildLowerToCPUPipeline(pm, pipelineOptions);
   }
   if (failed(pm.run(*module)))

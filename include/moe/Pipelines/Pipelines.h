@@ -47,6 +47,13 @@ struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
                      "program must then be linked with, or the JIT load, the "
                      "CPU runtime"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> outlineKinds{
+      *this, "outline-kinds",
+      llvm::cl::desc("Outline every kind of moe op group into one private "
+                     "function that each instance calls "
+                     "(-moe-outline-kinds), so that it is lowered and "
+                     "optimised once; the numbers are bit-identical"),
+      llvm::cl::init(true)};
 };
 
 /// Options of the moe-lower-to-nvvm pipeline.
@@ -110,6 +117,11 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
                      "in the op's type) or exact (only operands already "
                      "bf16 go to tensor cores; f32 ones stay fp32)"),
       llvm::cl::init("bf16")};
+  PassOptions::Option<bool> outlineKinds{
+      *this, "outline-kinds",
+      llvm::cl::desc("Outline every kind of moe op group into one private "
+                     "function (-moe-outline-kinds)"),
+      llvm::cl::init(false)};
 };
 
 /// Adds the passes that lower moe-specific ops to upstream tensor-level IR
@@ -122,11 +134,13 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
 /// pass lowers is rejected by bufferization with "op was not bufferized".
 /// `kernelGenerators` adds a back end's kernel generators (the GPU's) right
 /// after the decomposition, ahead of the routing fusion and the tilings.
-/// `shapeChecks` adds -moe-insert-shape-checks once models are functions.
+/// `shapeChecks` adds -moe-insert-shape-checks once models are functions;
+/// `outlineKinds` adds -moe-outline-kinds after the decomposition, so that
+/// every later pass lowers each kind of op group once.
 void addMoEToUpstreamPasses(
     OpPassManager &pm,
     llvm::function_ref<void(OpPassManager &)> kernelGenerators = nullptr,
-    bool shapeChecks = false);
+    bool shapeChecks = false, bool outlineKinds = false);
 
 /// One-shot bufferization with identity layouts at function boundaries and
 /// buffer deallocation, shared by both back ends.

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "moe/Dialect/MoE/Transforms/OutlinedKinds.h"
 #include "moe/Dialect/MoE/Transforms/Passes.h"
 
 #include "mlir/Dialect/Bufferization/Transforms/BufferViewFlowAnalysis.h"
@@ -63,7 +64,10 @@ Operation *lastUseInBlock(Block *block, Operation *alloc, Operation *dealloc,
         return nullptr;
       if (user->getBlock() == block && user->hasTrait<OpTrait::IsTerminator>())
         return nullptr;
-      if (llvm::any_of(user->getResults(), [&](Value result) {
+      // A call of an outlined kind (-moe-outline-kinds) only reads its
+      // operands: its results are fresh buffers.
+      if (!isOutlinedKindCall(user) &&
+          llvm::any_of(user->getResults(), [&](Value result) {
             return isa<BaseMemRefType>(result.getType()) &&
                    !aliases.contains(result);
           }))
@@ -83,11 +87,15 @@ void MoEEarlyDeallocPass::runOnOperation() {
   func.walk([&](memref::DeallocOp dealloc) { deallocs.push_back(dealloc); });
   for (memref::DeallocOp dealloc : deallocs) {
     Block *block = dealloc->getBlock();
-    auto alloc = dealloc.getMemref().getDefiningOp<memref::AllocOp>();
-    if (!alloc || alloc->getBlock() != block)
+    // A buffer of a memref.alloc, or a result of a call of an outlined
+    // kind (a fresh buffer too).
+    Value buffer = dealloc.getMemref();
+    Operation *alloc = buffer.getDefiningOp();
+    if (!alloc || alloc->getBlock() != block ||
+        !(isa<memref::AllocOp>(alloc) || isOutlinedKindCall(alloc)))
       continue;
-    Operation *last = lastUseInBlock(block, alloc, dealloc,
-                                     analysis.resolve(alloc.getResult()));
+    Operation *last =
+        lastUseInBlock(block, alloc, dealloc, analysis.resolve(buffer));
     if (last && last->isBeforeInBlock(dealloc))
       dealloc->moveAfter(last);
   }

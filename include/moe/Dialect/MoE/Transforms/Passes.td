@@ -903,6 +903,40 @@ def MoEInsertShapeChecks : Pass<"moe-insert-shape-checks", "::mlir::ModuleOp"> {
   ];
 }
 
+def MoEOutlineKinds : Pass<"moe-outline-kinds", "::mlir::ModuleOp"> {
+  let summary = "Compile each distinct kind of moe op once: outline it into one private function per kind";
+  let description = [{
+    A model repeats its layers: kimi-linear-48b has 27 decoder layers of
+    three kinds, and the training step holds each layer's forward and
+    backward ops. Lowered inline, every instance is tiled, bufferized and
+    optimised by LLVM as its own copy. This pass runs after
+    `-moe-decompose` (on primitive and gradient ops) and replaces every
+    group of moe ops by a `func.call` of a private function that holds the
+    group; groups that are the same kind share one function, so the back
+    end compiles each kind once.
+
+    A group is a maximal set of pure moe ops of one block that are tied by
+    their operands (`moe.route` with the `moe.dispatch`, `moe.expert_ffn`
+    and `moe.combine` that read it; `moe.l2_norm` and `moe.decay_gate` with
+    the `moe.kda` they feed): the passes that fuse such ops (the routing
+    fusion, the KDA kernel generator's fused norms and gate) see them
+    together. Its operands from outside become the function's arguments
+    (constants are copied in), its results used outside become the
+    function's results. Two groups are the same kind when their functions
+    are the same text: the same ops in the same order, with the same
+    operand types, attributes and result types. The decay-bound analysis
+    reaches into the functions (they are private, so it sees every call),
+    and every op computes exactly what it computed inline: the lowering of
+    each op is unchanged, so the numbers are bit-identical.
+
+    A group whose results are needed, outside it, before its last op (a
+    cycle through other ops) is outlined op by op instead. Collectives,
+    ops with regions and ops with memory effects stay where they are.
+    The functions carry the unit attribute `moe.outlined_kind`.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+}
+
 def MoEEarlyDealloc : Pass<"moe-early-dealloc", "::mlir::func::FuncOp"> {
   let summary = "Free each buffer right after its last use instead of at the end of its block";
   let description = [{
@@ -912,7 +946,9 @@ def MoEEarlyDealloc : Pass<"moe-early-dealloc", "::mlir::func::FuncOp"> {
     forward is mostly one block, so every activation of every layer would
     stay allocated until the function returns: the peak memory is the sum
     of all buffers. This pass moves each `memref.dealloc` of a
-    `memref.alloc` of the same block up to just after the last op of the
+    `memref.alloc` of the same block (or of a result of a call of a
+    `-moe-outline-kinds` function, which is a fresh buffer too) up to just
+    after the last op of the
     block that uses the buffer or any of its views (the aliases of
     `BufferViewFlowAnalysis`: subviews, reshapes, casts, loop-carried
     values), so that the allocator can reuse the memory for later buffers:
@@ -921,8 +957,9 @@ def MoEEarlyDealloc : Pass<"moe-early-dealloc", "::mlir::func::FuncOp"> {
 
     A dealloc stays where it is when an alias of its buffer is used by an
     op that turns it into something the analysis cannot follow (a pointer
-    as an index, a conversion cast, a call), or when its operand is not a
-    `memref.alloc` of the same block.
+    as an index, a conversion cast, a call other than of an outlined kind,
+    which only reads its operands), or when its operand is neither a
+    `memref.alloc` nor an outlined kind's result of the same block.
   }];
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }

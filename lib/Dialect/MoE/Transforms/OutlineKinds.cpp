@@ -1,0 +1,275 @@
+//===- OutlineKinds.cpp - One private function per kind of moe op group ---===//
+//
+// Part of the moe-mlir project.
+//
+// Implements -moe-outline-kinds: every group of moe ops tied by their
+// operands becomes a call of a private function, shared by every group of
+// the same kind, so that the back end lowers and optimises each kind once
+// (see the pass description).
+//
+//===----------------------------------------------------------------------===//
+
+#include "moe/Analysis/DecayBound.h"
+#include "moe/Dialect/MoE/IR/MoE.h"
+#include "moe/Dialect/MoE/IR/MoECollectiveOps.h"
+#include "moe/Dialect/MoE/Transforms/OutlinedKinds.h"
+#include "moe/Dialect/MoE/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/Debug.h"
+
+namespace mlir::moe {
+#define GEN_PASS_DEF_MOEOUTLINEKINDS
+#include "moe/Dialect/MoE/Transforms/Passes.h.inc"
+} // namespace mlir::moe
+
+using namespace mlir;
+using namespace mlir::moe;
+
+#define DEBUG_TYPE "moe-outline-kinds"
+
+namespace {
+
+struct MoEOutlineKindsPass
+    : public moe::impl::MoEOutlineKindsBase<MoEOutlineKindsPass> {
+  void runOnOperation() override;
+
+private:
+  /// Outlines the groups of `block`.
+  void outlineBlock(Block &block);
+  /// Replaces the ops of `group` (in block order) by one call; false when
+  /// a result is used, outside the group, before the group's last op.
+  bool outlineGroup(ArrayRef<Operation *> group);
+  /// The function that holds `group`: an existing one of the same kind, or
+  /// a new one; `inputs` and `outputs` are its arguments and results.
+  func::FuncOp functionFor(ArrayRef<Operation *> group, ArrayRef<Value> inputs,
+                           ArrayRef<Value> outputs);
+
+  SymbolTable *symbols = nullptr;
+  /// The proven decay bound of every value that has one, taken before any
+  /// change and carried over to the calls' results: two groups whose
+  /// arguments have different bounds are different kinds, so that the
+  /// calls of one function agree and the analysis, which joins them, still
+  /// proves what it proved inline.
+  DenseMap<Value, double> decayBounds;
+  /// Printed function (with a placeholder name) -> the function.
+  llvm::StringMap<func::FuncOp> kinds;
+  int64_t numGroups = 0;
+};
+
+/// A pure moe op without regions whose results are all tensors, not a
+/// collective: what may move into a function.
+bool isOutlinable(Operation *op) {
+  if (!isa<MoEDialect>(op->getDialect()) || op->getNumRegions() != 0 ||
+      op->getNumResults() == 0 || op->hasTrait<OpTrait::IsTerminator>())
+    return false;
+  if (isa<AllReduceOp, AllGatherOp, AllToAllOp, AllToAllVOp, ExpertRankOp>(op))
+    return false;
+  if (!isMemoryEffectFree(op))
+    return false;
+  return llvm::all_of(op->getResultTypes(),
+                      [](Type type) { return isa<RankedTensorType>(type); });
+}
+} // namespace
+
+void MoEOutlineKindsPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  SymbolTable table(module);
+  symbols = &table;
+  {
+    DecayBounds bounds(module);
+    module.walk([&](Operation *op) {
+      for (Value result : op->getResults())
+        if (std::optional<double> bound = bounds.getLowerBound(result))
+          decayBounds[result] = *bound;
+    });
+  }
+  SmallVector<func::FuncOp> funcs(module.getOps<func::FuncOp>());
+  for (func::FuncOp func : funcs) {
+    if (func.isExternal() || func->hasAttr(kOutlinedKindAttrName))
+      continue;
+    SmallVector<Block *> blocks;
+    func.walk([&](Block *block) { blocks.push_back(block); });
+    for (Block *block : blocks)
+      outlineBlock(*block);
+  }
+  LLVM_DEBUG(llvm::dbgs() << numGroups << " groups, " << kinds.size()
+                          << " kinds\n");
+}
+
+void MoEOutlineKindsPass::outlineBlock(Block &block) {
+  // Groups, in block order: an outlinable op joins the groups of its
+  // outlinable producers when that keeps each of them one call, that is,
+  // when nothing outside it uses their results before the op. (A forward
+  // op and the gradient op that reads it stay apart: the forward goes on
+  // between them.)
+  SmallVector<SmallVector<Operation *>> groups;
+  DenseMap<Operation *, int64_t> groupOf;
+  auto usedOnlyAfter = [&](int64_t group, Operation *op) {
+    for (Operation *member : groups[group])
+      for (Operation *user : member->getUsers()) {
+        Operation *ancestor = block.findAncestorOpInBlock(*user);
+        if (!ancestor)
+          return false;
+        if (ancestor == op || groupOf.lookup(ancestor) == group + 1)
+          continue;
+        if (ancestor->isBeforeInBlock(op))
+          return false;
+      }
+    return true;
+  };
+  for (Operation &op : block) {
+    if (!isOutlinable(&op))
+      continue;
+    llvm::SetVector<int64_t> joined;
+    for (Value operand : op.getOperands()) {
+      Operation *producer = operand.getDefiningOp();
+      int64_t group = producer ? groupOf.lookup(producer) - 1 : -1;
+      if (group >= 0 && !joined.contains(group) && usedOnlyAfter(group, &op))
+        joined.insert(group);
+    }
+    if (joined.empty()) {
+      groups.push_back({&op});
+      groupOf[&op] = groups.size();
+      continue;
+    }
+    // Merge into the first; the others empty out. Members stay in block
+    // order.
+    int64_t target = joined.front();
+    for (int64_t other : llvm::drop_begin(joined)) {
+      for (Operation *member : groups[other])
+        groupOf[member] = target + 1;
+      groups[target].append(groups[other]);
+      groups[other].clear();
+    }
+    groups[target].push_back(&op);
+    groupOf[&op] = target + 1;
+    llvm::sort(groups[target], [](Operation *a, Operation *b) {
+      return a->isBeforeInBlock(b);
+    });
+  }
+  for (SmallVector<Operation *> &group : groups) {
+    if (group.empty() || outlineGroup(group))
+      continue;
+    // Not reached for groups built above; op by op is always legal.
+    for (Operation *op : group)
+      (void)outlineGroup({op});
+  }
+}
+
+bool MoEOutlineKindsPass::outlineGroup(ArrayRef<Operation *> group) {
+  llvm::SmallPtrSet<Operation *, 8> members(group.begin(), group.end());
+  Operation *last = group.back();
+  Block *block = last->getBlock();
+  llvm::SetVector<Value> inputs;
+  SmallVector<Value> outputs;
+  for (Operation *op : group) {
+    for (Value operand : op->getOperands()) {
+      Operation *producer = operand.getDefiningOp();
+      if (producer && members.contains(producer))
+        continue;
+      // Constants are copied into the function (the analyses and the
+      // lowering see them as before); everything else is an argument.
+      if (producer && producer->hasTrait<OpTrait::ConstantLike>())
+        continue;
+      inputs.insert(operand);
+    }
+    for (Value result : op->getResults()) {
+      bool usedOutside = false;
+      for (Operation *user : result.getUsers()) {
+        Operation *ancestor = block->findAncestorOpInBlock(*user);
+        if (ancestor && members.contains(ancestor))
+          continue;
+        // The call stands where the last op stands.
+        if (!ancestor || ancestor == last || ancestor->isBeforeInBlock(last))
+          return false;
+        usedOutside = true;
+      }
+      if (usedOutside)
+        outputs.push_back(result);
+    }
+  }
+  func::FuncOp callee = functionFor(group, inputs.getArrayRef(), outputs);
+  OpBuilder builder(last);
+  builder.setInsertionPointAfter(last);
+  auto call = func::CallOp::create(builder, group.front()->getLoc(), callee,
+                                   inputs.getArrayRef());
+  for (auto [output, replacement] : llvm::zip(outputs, call.getResults())) {
+    output.replaceAllUsesWith(replacement);
+    auto bound = decayBounds.find(output);
+    if (bound != decayBounds.end())
+      decayBounds[replacement] = bound->second;
+  }
+  for (Operation *op : llvm::reverse(group))
+    op->erase();
+  ++numGroups;
+  return true;
+}
+
+func::FuncOp MoEOutlineKindsPass::functionFor(ArrayRef<Operation *> group,
+                                              ArrayRef<Value> inputs,
+                                              ArrayRef<Value> outputs) {
+  MLIRContext *ctx = &getContext();
+  Operation *first = group.front();
+  SmallVector<Type> inputTypes, outputTypes;
+  for (Value input : inputs)
+    inputTypes.push_back(input.getType());
+  for (Value output : outputs)
+    outputTypes.push_back(output.getType());
+  OpBuilder builder(ctx);
+  auto func =
+      func::FuncOp::create(builder, first->getLoc(), "kind",
+                           builder.getFunctionType(inputTypes, outputTypes));
+  Block *entry = func.addEntryBlock();
+  builder.setInsertionPointToStart(entry);
+  IRMapping mapping;
+  for (auto [input, argument] : llvm::zip(inputs, entry->getArguments()))
+    mapping.map(input, argument);
+  for (Operation *op : group) {
+    for (Value operand : op->getOperands()) {
+      Operation *producer = operand.getDefiningOp();
+      if (!mapping.contains(operand) && producer &&
+          producer->hasTrait<OpTrait::ConstantLike>())
+        builder.clone(*producer, mapping);
+    }
+    builder.clone(*op, mapping);
+  }
+  SmallVector<Value> returned;
+  for (Value output : outputs)
+    returned.push_back(mapping.lookup(output));
+  func::ReturnOp::create(builder, first->getLoc(), returned);
+  func.setPrivate();
+  func->setAttr(kOutlinedKindAttrName, UnitAttr::get(ctx));
+
+  // The kind: the function's text (locations are not printed).
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  func->print(os, OpPrintingFlags().printGenericOpForm());
+  for (auto [index, input] : llvm::enumerate(inputs)) {
+    auto bound = decayBounds.find(input);
+    if (bound != decayBounds.end())
+      os << "\nargument " << index << " decay bound " << bound->second;
+  }
+  auto [it, inserted] = kinds.try_emplace(text, func);
+  if (!inserted) {
+    func->erase();
+    return it->second;
+  }
+  // Named after its kinds of ops, in order: @__moe_kind_l2_norm_decay_gate_
+  // kda_rms_norm, ... (a suffix tells kinds of the same ops apart).
+  std::string name = "__moe_kind";
+  llvm::SmallSetVector<StringRef, 4> opNames;
+  for (Operation *op : group)
+    opNames.insert(op->getName().stripDialect());
+  for (StringRef opName : opNames)
+    name += ("_" + opName).str();
+  func.setSymName(name);
+  symbols->insert(func);
+  return func;
+}
