@@ -116,3 +116,42 @@ func.func @opaque_result(%out: memref<f32>) -> memref<8xf32> {
   memref.dealloc %p : memref<8xf32>
   return %w : memref<8xf32>
 }
+
+// -----
+
+// A call of an outlined kind (-moe-outline-kinds) only reads what it is
+// given and returns fresh buffers: its operand is freed right after it, and
+// its result, like an alloc, after its own last use. Any other call with a
+// memref result may return its operand: the operand lives as long as the
+// result is used.
+// CHECK-LABEL: func.func @outlined_kind_calls
+// CHECK:      %[[A:.*]] = memref.alloc
+// CHECK-NEXT: linalg.fill {{.*}} outs(%[[A]]
+// CHECK-NEXT: %[[R:.*]] = call @kind(%[[A]])
+// CHECK-NEXT: memref.dealloc %[[A]]
+// CHECK-NEXT: memref.copy %[[R]], %[[OUT:.*]] :
+// CHECK-NEXT: memref.dealloc %[[R]]
+// CHECK-NEXT: %[[B:.*]] = memref.alloc
+// CHECK-NEXT: %[[S:.*]] = call @other(%[[B]])
+// CHECK-NEXT: memref.copy %[[S]], %[[OUT]] :
+// CHECK-NEXT: memref.dealloc %[[B]]
+// CHECK-NEXT: linalg.fill
+// CHECK-NEXT: return
+func.func private @kind(%a: memref<4xf32>) -> memref<4xf32>
+    attributes {moe.outlined_kind}
+func.func private @other(%a: memref<4xf32>) -> memref<4xf32>
+func.func @outlined_kind_calls(%out: memref<4xf32>) {
+  %f = arith.constant 1.0 : f32
+  %a = memref.alloc() : memref<4xf32>
+  linalg.fill ins(%f : f32) outs(%a : memref<4xf32>)
+  %r = func.call @kind(%a) : (memref<4xf32>) -> memref<4xf32>
+  memref.copy %r, %out : memref<4xf32> to memref<4xf32>
+  %b = memref.alloc() : memref<4xf32>
+  %s = func.call @other(%b) : (memref<4xf32>) -> memref<4xf32>
+  memref.copy %s, %out : memref<4xf32> to memref<4xf32>
+  linalg.fill ins(%f : f32) outs(%out : memref<4xf32>)
+  memref.dealloc %a : memref<4xf32>
+  memref.dealloc %r : memref<4xf32>
+  memref.dealloc %b : memref<4xf32>
+  return
+}
