@@ -256,8 +256,7 @@ ChunkGradients KDATiler::chunkBackward(const ChunkForward &f, Value dOut,
                     config.scale);
   // dK = Y exp(G_last - G) + beta exp(G) dKb + pairwise + Diag(dAqk) Q.
   Value dk = tb.add(
-      tb.add(tb.multiply(y, f.tailDecay),
-             scaleRows(dKb, f.beta, f.decay)),
+      tb.add(tb.multiply(y, f.tailDecay), scaleRows(dKb, f.beta, f.decay)),
       tb.add(tb.add(dKRowFull, dKColFull), scaleRows(f.q, dAqkDiagonal)));
 
   // dGamma = X Q exp(G) - Y Kd + dKb Kb + Q dQpair + K (dKRow - dKCol),
