@@ -1,4 +1,4 @@
-// RUN: moe-opt %s --split-input-file --moe-outline-kinds | FileCheck %s
+// RUN: moe-opt %s --split-input-file --allow-unregistered-dialect --moe-outline-kinds | FileCheck %s
 
 // Two groups of the same kind share one function; a group of other
 // attributes, or whose results are used otherwise, is another kind. A group
@@ -72,4 +72,16 @@ func.func @stays(%g: tensor<?xf32>) -> tensor<?xf32> {
   %0 = moe.all_reduce %g {ranks = 2} : tensor<?xf32>
   %1 = arith.addf %0, %0 : tensor<?xf32>
   return %1 : tensor<?xf32>
+}
+
+// -----
+
+// An op of no registered dialect stays (and is no moe op's group).
+// CHECK-LABEL: func.func @unregistered
+// CHECK:         %[[U:.*]] = "foo.bar"
+// CHECK:         call @__moe_kind_l2_norm(%[[U]])
+func.func @unregistered(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = "foo.bar"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  %1 = moe.l2_norm %0 : tensor<4xf32>
+  return %1 : tensor<4xf32>
 }

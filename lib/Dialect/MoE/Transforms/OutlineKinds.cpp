@@ -11,7 +11,6 @@
 
 #include "moe/Analysis/DecayBound.h"
 #include "moe/Dialect/MoE/IR/MoE.h"
-#include "moe/Dialect/MoE/IR/MoECollectiveOps.h"
 #include "moe/Dialect/MoE/Transforms/OutlinedKinds.h"
 #include "moe/Dialect/MoE/Transforms/Passes.h"
 
@@ -63,13 +62,13 @@ private:
   int64_t numGroups = 0;
 };
 
-/// A pure moe op without regions whose results are all tensors, not a
-/// collective: what may move into a function.
+/// A pure moe op without regions whose results are all tensors: what may
+/// move into a function. (Collectives declare no memory effects, so they are
+/// not effect-free and stay.)
 bool isOutlinable(Operation *op) {
-  if (!isa<MoEDialect>(op->getDialect()) || op->getNumRegions() != 0 ||
-      op->getNumResults() == 0 || op->hasTrait<OpTrait::IsTerminator>())
-    return false;
-  if (isa<AllReduceOp, AllGatherOp, AllToAllOp, AllToAllVOp, ExpertRankOp>(op))
+  if (!isa_and_nonnull<MoEDialect>(op->getDialect()) ||
+      op->getNumRegions() != 0 || op->getNumResults() == 0 ||
+      op->hasTrait<OpTrait::IsTerminator>())
     return false;
   if (!isMemoryEffectFree(op))
     return false;
