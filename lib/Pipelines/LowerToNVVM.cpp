@@ -47,6 +47,11 @@ void mlir::moe::buildLowerToNVVMPipeline(OpPassManager &pm,
         expertOptions.blockCols = options.expertBlockCols;
         expertOptions.matmulPrecision = options.matmulPrecision;
         nested.addPass(createMoEGenerateExpertKernels(expertOptions));
+        // The MoE gradients with each expert's rows split over enough
+        // blocks to fill the GPU (one block per expert leaves most SMs idle).
+        MoELowerRoutingGradOptions gradOptions;
+        gradOptions.expertBlocks = options.expertGradBlocks;
+        nested.addPass(createMoELowerRoutingGrad(gradOptions));
         // The lm_head loss as whole-batch projections of vocabulary chunks and
         // row reductions, before -moe-tile-loss would make it token tiles.
         nested.addNestedPass<func::FuncOp>(createMoEChunkLoss());
@@ -62,7 +67,9 @@ void mlir::moe::buildLowerToNVVMPipeline(OpPassManager &pm,
   if (options.emitCInterface)
     pm.addNestedPass<func::FuncOp>(LLVM::createLLVMRequestCWrappersPass());
 
-  // 2. Buffers.
+  // 2. Buffers, with the loops of tile programs updating what they carry in
+  // place (one buffer each), so that every tile buffer gets a fixed place.
+  pm.addNestedPass<func::FuncOp>(createMoEInPlaceLoopCarries());
   addBufferizationPasses(pm);
 
   // 3. Each scf.forall -> a kernel whose threads share its tile program, and
@@ -88,4 +95,7 @@ void mlir::moe::buildLowerToNVVMPipeline(OpPassManager &pm,
   gpuOptions.cubinFormat = options.format;
   gpuOptions.optLevel = options.optLevel;
   gpu::buildLowerToNVVMPassPipeline(pm, gpuOptions);
+  // Launch argument slots out of host loops (else the stack grows per
+  // iteration).
+  pm.addPass(createMoEHoistHostAllocas());
 }

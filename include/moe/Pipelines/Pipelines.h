@@ -63,7 +63,7 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
       llvm::cl::init("sm_90")};
   PassOptions::Option<std::string> features{
       *this, "features", llvm::cl::desc("PTX ISA version (+ptxNN)"),
-      llvm::cl::init("+ptx80")};
+      llvm::cl::init("+ptx81")};
   PassOptions::Option<std::string> format{
       *this, "format",
       llvm::cl::desc("Kernel binary format: isa (PTX, loaded through the "
@@ -110,6 +110,13 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
       llvm::cl::desc("Columns of a block tile of the generated expert GEMMs "
                      "(128 or 256)"),
       llvm::cl::init(128)};
+  PassOptions::Option<int64_t> expertGradBlocks{
+      *this, "expert-grad-blocks",
+      llvm::cl::desc("Parallel iterations (blocks) of the grouped expert "
+                     "gradient: each expert's rows split until experts x "
+                     "splits reaches this (-moe-lower-routing-grad's "
+                     "expert-blocks)"),
+      llvm::cl::init(264)};
   PassOptions::Option<std::string> matmulPrecision{
       *this, "matmul-precision",
       llvm::cl::desc("Precision policy of the generated GEMMs: bf16 (f32 "

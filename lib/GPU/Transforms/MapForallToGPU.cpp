@@ -223,6 +223,54 @@ unsigned sourceLine(Location loc) {
   return line;
 }
 
+/// Whether the buffer `alloc` makes (or a view of it) leaves the loop
+/// iteration that made it: yielded by an enclosing scf.for or scf.while,
+/// directly or through scf.if results. Such a buffer cannot have one fixed
+/// place: the next iteration's buffer of the same op would overwrite the
+/// one it reads.
+bool escapesIteration(memref::AllocOp alloc) {
+  SmallVector<Value> worklist = {alloc.getResult()};
+  DenseSet<Value> seen;
+  while (!worklist.empty()) {
+    Value value = worklist.pop_back_val();
+    if (!seen.insert(value).second)
+      continue;
+    for (OpOperand &use : value.getUses()) {
+      Operation *user = use.getOwner();
+      if (isa<ViewLikeOpInterface, memref::CastOp>(user)) {
+        worklist.append(user->result_begin(), user->result_end());
+        continue;
+      }
+      if (!isa<scf::YieldOp>(user))
+        continue;
+      Operation *parent = user->getParentOp();
+      if (isa<scf::ForOp, scf::WhileOp>(parent))
+        return true;
+      if (isa<scf::IfOp, scf::IndexSwitchOp>(parent))
+        worklist.push_back(parent->getResult(use.getOperandNumber()));
+    }
+  }
+  return false;
+}
+
+/// In a tile program whose buffers all have fixed places, the deallocation
+/// pipeline's frees (of the buffers and of their base buffers, under
+/// run-time ownership flags) and its `dealloc_helper` calls have nothing
+/// to do: nothing in the kernel is on the heap. Erased, so that no kernel
+/// frees a view.
+void eraseDeallocations(IRRewriter &rewriter, gpu::LaunchOp launch) {
+  SmallVector<Operation *> erased;
+  launch.getBody().walk([&](Operation *op) {
+    if (isa<memref::DeallocOp>(op))
+      erased.push_back(op);
+    if (auto call = dyn_cast<func::CallOp>(op))
+      if (call.getCallee() == "dealloc_helper")
+        erased.push_back(op);
+  });
+  for (Operation *op : erased)
+    rewriter.eraseOp(op);
+}
+
 struct MoEMapForallToGPUPass
     : public moe::impl::MoEMapForallToGPUBase<MoEMapForallToGPUPass> {
   using Base::Base;
@@ -239,6 +287,9 @@ private:
   LogicalResult mapForall(IRRewriter &rewriter, scf::ForallOp forall);
   LogicalResult placeTiles(IRRewriter &rewriter, gpu::LaunchOp launch,
                            Value gridSize);
+  LogicalResult placeDynamicTiles(IRRewriter &rewriter, gpu::LaunchOp launch,
+                                  Value gridSize,
+                                  ArrayRef<memref::AllocOp> allocs);
   LogicalResult guardScalarWrites(IRRewriter &rewriter, gpu::LaunchOp launch);
   LogicalResult spreadOverThreads(IRRewriter &rewriter, linalg::LinalgOp op,
                                   Value tid, Value threads,
@@ -248,13 +299,18 @@ private:
 } // namespace
 
 /// The body's static tile buffers -> views of the block's dynamic shared
-/// memory (or of a global scratch buffer with one slice per block).
+/// memory (or of a global scratch buffer with one slice per block); those
+/// of a run-time size -> placeDynamicTiles.
 LogicalResult MoEMapForallToGPUPass::placeTiles(IRRewriter &rewriter,
                                                 gpu::LaunchOp launch,
                                                 Value gridSize) {
-  SmallVector<memref::AllocOp> allocs;
-  launch.getBody().walk(
-      [&](memref::AllocOp alloc) { allocs.push_back(alloc); });
+  SmallVector<memref::AllocOp> allocs, dynamicAllocs;
+  launch.getBody().walk([&](memref::AllocOp alloc) {
+    (alloc.getType().hasStaticShape() ? allocs : dynamicAllocs)
+        .push_back(alloc);
+  });
+  if (failed(placeDynamicTiles(rewriter, launch, gridSize, dynamicAllocs)))
+    return failure();
   if (allocs.empty())
     return success();
   SmallVector<int64_t> offsets;
@@ -324,6 +380,73 @@ LogicalResult MoEMapForallToGPUPass::placeTiles(IRRewriter &rewriter,
         base, shift, ValueRange());
     if (baseType.getMemorySpace())
       view = memref::MemorySpaceCastOp::create(rewriter, allocLoc, type, view);
+    for (Operation *user : llvm::make_early_inc_range(alloc->getUsers()))
+      if (isa<memref::DeallocOp>(user))
+        rewriter.eraseOp(user);
+    rewriter.replaceOp(alloc, view);
+  }
+  return success();
+}
+
+/// The body's tile buffers whose sizes are known before the launch -> views
+/// of one device scratch buffer, a slice per block, sized on the host.
+LogicalResult
+MoEMapForallToGPUPass::placeDynamicTiles(IRRewriter &rewriter,
+                                         gpu::LaunchOp launch, Value gridSize,
+                                         ArrayRef<memref::AllocOp> allocs) {
+  if (allocs.empty())
+    return success();
+  Location loc = launch.getLoc();
+  rewriter.setInsertionPoint(launch);
+  // Each buffer's offset in the block's slice, 16-byte aligned.
+  Value total = indexConstant(rewriter, loc, 0);
+  SmallVector<Value> offsets;
+  for (memref::AllocOp alloc : allocs) {
+    MemRefType type = alloc.getType();
+    int64_t bytes = elementBytes(type.getElementType());
+    if (!type.getLayout().isIdentity() || !bytes)
+      return alloc.emitOpError("in a GPU tile program needs an identity "
+                               "layout and a scalar element type, got ")
+             << type;
+    for (Value size : alloc.getDynamicSizes())
+      if (launch.getBody().isAncestor(size.getParentRegion()))
+        return alloc.emitOpError("has a size that is not known before the "
+                                 "GPU launch");
+    int64_t staticElements = 1;
+    for (int64_t d : type.getShape())
+      if (!ShapedType::isDynamic(d))
+        staticElements *= d;
+    Value size = indexConstant(rewriter, loc, staticElements * bytes);
+    for (Value d : alloc.getDynamicSizes())
+      size = arith::MulIOp::create(rewriter, loc, size, d);
+    offsets.push_back(total);
+    Value end = arith::AddIOp::create(rewriter, loc, total, size);
+    Value sixteen = indexConstant(rewriter, loc, 16);
+    total = arith::MulIOp::create(
+        rewriter, loc, arith::CeilDivUIOp::create(rewriter, loc, end, sixteen),
+        sixteen);
+  }
+  Value bytes = arith::MulIOp::create(rewriter, loc, gridSize, total);
+  Type i8 = rewriter.getI8Type();
+  auto scratch = gpu::AllocOp::create(
+      rewriter, loc, MemRefType::get({ShapedType::kDynamic}, i8),
+      /*asyncToken=*/Type(), ValueRange(), ValueRange{bytes}, ValueRange(),
+      /*hostShared=*/false);
+  Value base = scratch.getMemref();
+  rewriter.setInsertionPointAfter(launch);
+  gpu::DeallocOp::create(rewriter, loc, /*asyncToken=*/Type(), ValueRange(),
+                         base);
+  rewriter.setInsertionPointToStart(&launch.getBody().front());
+  Value blockOffset =
+      arith::MulIOp::create(rewriter, loc, launch.getBlockIds().x, total);
+  for (auto [i, offset] : llvm::enumerate(offsets)) {
+    memref::AllocOp alloc = allocs[i];
+    rewriter.setInsertionPoint(alloc);
+    Location allocLoc = alloc.getLoc();
+    Value shift =
+        arith::AddIOp::create(rewriter, allocLoc, blockOffset, offset);
+    Value view = memref::ViewOp::create(rewriter, allocLoc, alloc.getType(),
+                                        base, shift, alloc.getDynamicSizes());
     for (Operation *user : llvm::make_early_inc_range(alloc->getUsers()))
       if (isa<memref::DeallocOp>(user))
         rewriter.eraseOp(user);
@@ -561,15 +684,24 @@ LogicalResult MoEMapForallToGPUPass::mapForall(IRRewriter &rewriter,
   if (nested)
     return forall.emitOpError(
         "holds another scf.forall, which the GPU mapping does not take");
-  // A tile buffer whose size is only known at run time cannot be placed
-  // here: such a program keeps one thread per block and its buffers on the
-  // device heap (correct, slow; the fused routing of an f32 model with a
-  // dynamic expert count, a KDA fallback with dynamic heads).
+  // A tile buffer whose size is only known at run time can be placed when
+  // that size is known before the launch (a KDA gradient's chunk-state
+  // history): one slice per block of a device scratch buffer. One whose
+  // size the iteration computes cannot: such a program keeps one thread per
+  // block and its buffers on the device heap (correct, slow; the fused
+  // routing of an f32 model with a dynamic expert count); so does one
+  // whose loop carries a fresh buffer from one iteration to the next
+  // (-moe-in-place-loop-carries rewrites tile programs to avoid that).
   bool placeable = true;
   forall.getBody()->walk([&](memref::AllocOp alloc) {
     MemRefType type = alloc.getType();
-    placeable &= type.hasStaticShape() && type.getLayout().isIdentity() &&
-                 elementBytes(type.getElementType()) != 0;
+    placeable &= type.getLayout().isIdentity() &&
+                 elementBytes(type.getElementType()) != 0 &&
+                 llvm::all_of(alloc.getDynamicSizes(),
+                              [&](Value size) {
+                                return forall.isDefinedOutsideOfLoop(size);
+                              }) &&
+                 !escapesIteration(alloc);
   });
   bool oneThread = tileProgram && !placeable;
 
@@ -643,6 +775,7 @@ LogicalResult MoEMapForallToGPUPass::mapForall(IRRewriter &rewriter,
 
   if (oneThread)
     return success();
+  eraseDeallocations(rewriter, launch);
   if (failed(placeTiles(rewriter, launch, grid)) ||
       failed(guardScalarWrites(rewriter, launch)))
     return failure();

@@ -1,7 +1,10 @@
 // RUN: moe-opt %s --moe-lower-routing-grad="row-tile=8" --split-input-file --verify-diagnostics | FileCheck %s --implicit-check-not=moe.route_grad --implicit-check-not=moe.dispatch_grad --implicit-check-not=moe.expert_ffn_grad --implicit-check-not=moe.glu_ffn_grad --implicit-check-not=moe.combine_grad
 // RUN: not moe-opt %s --moe-lower-routing-grad="row-tile=0" --split-input-file 2>&1 | FileCheck %s --check-prefix=OPTIONS
+// RUN: not moe-opt %s --moe-lower-routing-grad="expert-blocks=0" --split-input-file 2>&1 | FileCheck %s --check-prefix=BLOCKS
+// RUN: moe-opt %s --moe-lower-routing-grad="row-tile=8 expert-blocks=10" --split-input-file --verify-diagnostics | FileCheck %s --check-prefix=SPLIT
 
 // OPTIONS: error: expects a positive row-tile, got 0
+// BLOCKS: error: expects a positive expert-blocks and a non-negative expert-partial-bytes, got 0 and 268435456
 
 // The grouped expert gradient (E = 4, d = 16, width 8): one scf.forall over
 // the experts; each walks its rows in 8-row tiles padded with zeros,
@@ -12,7 +15,10 @@
 
 // CHECK-LABEL: func.func @experts
 // CHECK: %[[G:.*]]:4 = scf.forall (%[[E:.*]]) in (4) shared_outs({{.*}}) -> (tensor<?x16xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x8x16xf32>)
-// CHECK: %[[T:.*]]:4 = scf.for {{.*}} iter_args({{.*}}) -> (tensor<?x16xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<8x16xf32>)
+// The tile loop writes the input gradient into the expert's rows of the
+// shared result.
+// CHECK: %[[DXS:.*]] = tensor.extract_slice %{{.*}}[%{{.*}}, 0] [%{{.*}}, 16] [1, 1] : tensor<?x16xf32> to tensor<?x16xf32>
+// CHECK: %[[T:.*]]:4 = scf.for {{.*}} iter_args(%{{.*}} = %[[DXS]], {{.*}}) -> (tensor<?x16xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<8x16xf32>)
 // CHECK: %[[X:.*]] = tensor.pad
 // CHECK: %[[DY:.*]] = tensor.pad
 // CHECK: linalg.generic {{.*}} ins(%[[X]], %{{.*}} : tensor<8x16xf32>, tensor<16x8xf32>) outs(%{{.*}} : tensor<8x8xf32>)
@@ -29,6 +35,18 @@
 // CHECK: tensor.parallel_insert_slice %[[T]]#2 into %{{.*}}[%[[E]], 0, 0] [1, 16, 8] [1, 1, 1] : tensor<16x8xf32> into tensor<4x16x8xf32>
 // CHECK: tensor.parallel_insert_slice %[[T]]#3 into %{{.*}}[%[[E]], 0, 0] [1, 8, 16] [1, 1, 1] : tensor<8x16xf32> into tensor<4x8x16xf32>
 // CHECK: return %[[G]]#0, %[[G]]#1, %[[G]]#2, %[[G]]#3
+
+// With expert-blocks = 10, 3 splits of each expert's rows: one iteration
+// per (expert, split), fp32 partials [4, 3, ...] summed over the splits.
+// SPLIT-LABEL: func.func @experts
+// SPLIT: %[[G:.*]]:4 = scf.forall (%[[E:.*]], %[[S:.*]]) in (4, 3) shared_outs({{.*}}) -> (tensor<?x16xf32>, tensor<4x3x16x8xf32>, tensor<4x3x16x8xf32>, tensor<4x3x8x16xf32>)
+// SPLIT: scf.for
+// SPLIT: scf.forall.in_parallel
+// SPLIT: tensor.parallel_insert_slice %{{.*}} into %{{.*}}[%[[E]], %[[S]], 0, 0] [1, 1, 16, 8] [1, 1, 1, 1] : tensor<16x8xf32> into tensor<4x3x16x8xf32>
+// SPLIT: %[[DG:.*]] = linalg.reduce { arith.addf } ins(%[[G]]#1 : tensor<4x3x16x8xf32>) outs(%{{.*}} : tensor<4x16x8xf32>) dimensions = [1]
+// SPLIT: %[[DU:.*]] = linalg.reduce { arith.addf } ins(%[[G]]#2 : tensor<4x3x16x8xf32>) outs(%{{.*}} : tensor<4x16x8xf32>) dimensions = [1]
+// SPLIT: %[[DD:.*]] = linalg.reduce { arith.addf } ins(%[[G]]#3 : tensor<4x3x8x16xf32>) outs(%{{.*}} : tensor<4x8x16xf32>) dimensions = [1]
+// SPLIT: return %[[G]]#0, %[[DG]], %[[DU]], %[[DD]]
 func.func @experts(%xp: tensor<?x16xf32>, %off: tensor<5xi64>,
     %wg: tensor<4x16x8xf32>, %wu: tensor<4x16x8xf32>,
     %wd: tensor<4x8x16xf32>, %dyp: tensor<?x16xf32>)

@@ -63,6 +63,66 @@ func.func @tile_program(%x: memref<?x16xf32>, %w: memref<16x8xf32>,
 
 // -----
 
+// A tile buffer of a size known before the launch (a KDA gradient's
+// chunk-state history): a slice per block of one device scratch buffer of
+// grid x (m x 8 x 4 bytes, rounded up to 16) bytes, sized on the host and
+// freed after the launch; the block keeps its 256 threads.
+
+// CHECK-LABEL: func.func @dynamic_tile(
+// CHECK-SAME:    %{{.+}}: memref<?x8xf32>, %[[N:.+]]: index, %[[M:.+]]: index)
+// CHECK:         %[[ROW:.+]] = arith.muli %c32, %[[M]]
+// CHECK:         %[[END:.+]] = arith.addi %c0{{.*}}, %[[ROW]]
+// CHECK:         %[[UP:.+]] = arith.ceildivui %[[END]], %c16
+// CHECK:         %[[SLICE:.+]] = arith.muli %[[UP]], %c16
+// CHECK:         %[[BYTES:.+]] = arith.muli %{{.+}}, %[[SLICE]]
+// CHECK:         %[[SCRATCH:.+]] = gpu.alloc (%[[BYTES]]) : memref<?xi8>
+// CHECK:         gpu.launch blocks(%[[BX:.+]], %{{.+}}, %{{.+}}) in {{.*}} threads(%{{.+}}) in (%{{.+}} = %c256
+// CHECK:           %[[AT:.+]] = arith.muli %[[BX]], %[[SLICE]]
+// CHECK:           %[[SHIFT:.+]] = arith.addi %[[AT]], %c0
+// CHECK:           memref.view %[[SCRATCH]][%[[SHIFT]]][%[[M]]] : memref<?xi8> to memref<?x8xf32>
+// CHECK-NOT:       memref.alloc
+// CHECK-NOT:       memref.dealloc
+// CHECK:           gpu.terminator
+// CHECK:         gpu.dealloc %[[SCRATCH]] : memref<?xi8>
+func.func @dynamic_tile(%out: memref<?x8xf32>, %n: index, %m: index) {
+  %zero = arith.constant 0.0 : f32
+  scf.forall (%i) in (%n) {
+    %history = memref.alloc(%m) : memref<?x8xf32>
+    linalg.fill ins(%zero : f32) outs(%history : memref<?x8xf32>)
+    %src = memref.subview %history[0, 0] [1, 8] [1, 1] : memref<?x8xf32> to memref<1x8xf32, strided<[8, 1]>>
+    %dst = memref.subview %out[%i, 0] [1, 8] [1, 1] : memref<?x8xf32> to memref<1x8xf32, strided<[8, 1], offset: ?>>
+    linalg.copy ins(%src : memref<1x8xf32, strided<[8, 1]>>) outs(%dst : memref<1x8xf32, strided<[8, 1], offset: ?>>)
+    memref.dealloc %history : memref<?x8xf32>
+  }
+  return
+}
+
+// -----
+
+// A tile buffer whose size the iteration computes (read from memory): the
+// program keeps one thread per block and its buffer on the device heap.
+
+// CHECK-LABEL: func.func @iteration_sized_tile(
+// CHECK:         gpu.launch blocks({{.*}}) threads(%{{.+}}) in (%{{.+}} = %c1
+// CHECK:           memref.alloc(%{{.+}}) : memref<?x8xf32>
+// CHECK:           memref.dealloc
+func.func @iteration_sized_tile(%out: memref<?x8xf32>, %rows: memref<?xindex>,
+                                %n: index) {
+  %zero = arith.constant 0.0 : f32
+  scf.forall (%i) in (%n) {
+    %m = memref.load %rows[%i] : memref<?xindex>
+    %tile = memref.alloc(%m) : memref<?x8xf32>
+    linalg.fill ins(%zero : f32) outs(%tile : memref<?x8xf32>)
+    %src = memref.subview %tile[0, 0] [1, 8] [1, 1] : memref<?x8xf32> to memref<1x8xf32, strided<[8, 1]>>
+    %dst = memref.subview %out[%i, 0] [1, 8] [1, 1] : memref<?x8xf32> to memref<1x8xf32, strided<[8, 1], offset: ?>>
+    linalg.copy ins(%src : memref<1x8xf32, strided<[8, 1]>>) outs(%dst : memref<1x8xf32, strided<[8, 1], offset: ?>>)
+    memref.dealloc %tile : memref<?x8xf32>
+  }
+  return
+}
+
+// -----
+
 // An element program: one thread per iteration, the last block guarded;
 // its buffers are thread-private.
 
@@ -219,25 +279,6 @@ func.func @nested(%n: index) {
   scf.forall (%i) in (%n) {
     scf.forall (%j) in (%n) {
     }
-  }
-  return
-}
-
-// -----
-
-// A tile buffer of dynamic size: the program keeps one thread per block and
-// its buffer on the device heap.
-
-// CHECK-LABEL: func.func @dynamic_tile(
-// CHECK:         gpu.launch {{.*}} threads({{.*}}) in (%{{.+}} = %c1{{.*}}, %{{.+}} = %c1{{.*}}, %{{.+}} = %c1
-// CHECK-NOT:       gpu.barrier
-// CHECK:           memref.alloc(%{{.+}}) : memref<?xf32>
-// CHECK:           linalg.copy
-func.func @dynamic_tile(%x: memref<?xf32>, %n: index) {
-  scf.forall (%i) in (%n) {
-    %tile = memref.alloc(%n) : memref<?xf32>
-    linalg.copy ins(%x : memref<?xf32>) outs(%tile : memref<?xf32>)
-    memref.dealloc %tile : memref<?xf32>
   }
   return
 }

@@ -11,6 +11,7 @@
 # input's description, so an input shared by several cases is one file, and
 # adding a case changes no other case's data.
 
+import re
 import zlib
 
 # ---------------------------------------------------------------------------
@@ -210,6 +211,54 @@ def moe_ffn_f32(text):
     return text.replace("xbf16>", "xf32>").replace("@moe_ffn_bf16(", "@moe_ffn_f32(")
 
 
+def keep_functions(text, entries, where):
+    """The func.func definitions @entries of text (each from its line
+    `func.func @name(` to the next line `}`), in their order there."""
+    pattern = r"^func\.func @(\w+)\(.*?^\}\n"
+    found = re.findall(pattern, text, re.S | re.M)
+    missing = [e for e in entries if e not in found]
+    if missing:
+        raise ValueError(f"{where} has no functions {missing}")
+    return "".join(m.group(0) + "\n" for m in re.finditer(pattern, text, re.S | re.M)
+                   if m.group(1) in entries)
+
+
+def functions(entries, where):
+    """derive: only the functions `entries` of the kernel file."""
+    def derive(text):
+        return (f"// {where}'s @{', @'.join(entries)} (the GPU suite's cases.py)\n\n"
+                + keep_functions(text, entries, where))
+    return derive
+
+
+def moe_grad(E, K, F, activation, d=32, entries=("expert_grad",)):
+    """test/Integration/CPU/Inputs/moe-grad.mlir (the gradient ops of the
+    MoE FFN: @dispatch_grad, @combine_grad, @expert_grad, ...) filled in as
+    the CPU's moe-grad*.test do with sed: E experts, top-k K, width F, the
+    activation; the hidden size (32 in the template) d. Only the functions
+    `entries` are kept (a smaller object, and the others' ops are not what
+    these libraries test)."""
+    def derive(text):
+        text = (f"// test/Integration/CPU/Inputs/moe-grad.mlir's @{', @'.join(entries)} at "
+                f"d = {d}, E = {E}, top-{K}, F = {F}, {activation} (the GPU suite's "
+                "cases.py moe_grad)\n\n"
+                + keep_functions(text, entries, "moe-grad.mlir"))
+        if d != 32:
+            text = re.sub(r"tensor<([^>]*)>",
+                          lambda m: "tensor<" + "x".join(
+                              str(d) if p == "32" else p for p in m.group(1).split("x")) + ">",
+                          text)
+        for key, value in (("@E1@", E + 1), ("@E@", E), ("@H@", E // 2), ("@K@", K),
+                           ("@F@", F), ("@ACT@", activation)):
+            text = text.replace(key, str(value))
+        return text
+    return derive
+
+
+SWIGLU_ATTR = "#moe.activation<swiglu>"
+SITU_ATTR = "#moe.activation<situ_glu, gate_beta = 4.0, up_beta = 25.0>"
+
+
 LIBRARIES = [
     Library("kda", "examples/kernels/kda.mlir", modules=["moe_kda_kernels"],
             what="the KDA example: generated tensor-core kernels, dense diagonal "
@@ -280,6 +329,36 @@ LIBRARIES = [
             what="dense projections and a matmul as generated tensor-core GEMMs: "
                  "f32 and bf16 operands, plain and transposed weights, ragged row "
                  "and column tiles, an operand that is not exact in bf16"),
+    Library("moe_grad", "test/Integration/CPU/Inputs/moe-grad.mlir",
+            derive=moe_grad(16, 4, 16, SWIGLU_ATTR,
+                            entries=("dispatch_grad", "combine_grad", "expert_grad")),
+            what="the MoE FFN's gradient ops (d = 32, E = 16, top-4, F = 16, "
+                 "SwiGLU; test/Integration/CPU/Inputs/moe-grad.mlir): "
+                 "expert_ffn_grad with each expert's rows split over blocks "
+                 "(expert-grad-blocks=264), dispatch_grad, combine_grad; fp32 "
+                 "tile kernels on CUDA cores"),
+    Library("moe_grad_situ", "test/Integration/CPU/Inputs/moe-grad.mlir",
+            derive=moe_grad(16, 2, 16, SITU_ATTR),
+            what="expert_ffn_grad with SiTU-GLU (gate_beta 4, up_beta 25; d = 32, "
+                 "E = 16, top-2, F = 16)"),
+    Library("moe_grad_d256", "test/Integration/CPU/Inputs/moe-grad.mlir",
+            derive=moe_grad(4, 2, 128, SWIGLU_ATTR, d=256),
+            what="expert_ffn_grad at kimi-tiny's expert width (d = 256, F = 128, "
+                 "SwiGLU), E = 4, top-2"),
+    Library("kda_grad", "test/Integration/GPU/Inputs/kda-grad.mlir",
+            derive=functions(("kda_grad_bounded", "kda_grad_value_major"),
+                             "test/Integration/GPU/Inputs/kda-grad.mlir"),
+            what="moe.kda_grad at kimi-tiny's heads (H = 4, K = V = 64) after "
+                 "l2_norm and the bounded decay gate: the chunked backward of "
+                 "-moe-tile-linear-attention (chunk 64, sub-chunk 16, dense "
+                 "diagonal tiles) as fp32 tile kernels, one block per (batch, "
+                 "head); key-major and value-major states"),
+    Library("kda_grad_softplus", "test/Integration/GPU/Inputs/kda-grad.mlir",
+            derive=functions(("kda_grad_softplus",),
+                             "test/Integration/GPU/Inputs/kda-grad.mlir"),
+            what="moe.kda_grad with the softplus gate: diagonal tiles guarded at "
+                 "run time (dense or per position); a library of its own so that "
+                 "its kernels' failures leave the bounded cases alone"),
     Library("kimi_tiny_fn", "examples/models/kimi-tiny.mlir",
             moe_opt=["-convert-moe-model-to-func"],
             modules=["moe_kda_kernels", "moe_attention_kernels", "moe_routing_kernels",
@@ -916,6 +995,236 @@ def model_fn_cases():
 
 
 # ---------------------------------------------------------------------------
+# Gradient kernels: fp32 on CUDA cores (no kernel generator takes them; no
+# tensor cores), so the bars are fp32 ones.
+# ---------------------------------------------------------------------------
+
+EXPERT_GRAD = Tol(rtol=5e-6, why="expert_ffn_grad in fp32 on CUDA cores (tile "
+                  "GEMMs, no tensor cores), each expert's rows split over blocks "
+                  "whose fp32 partial weight gradients are summed in split order: "
+                  "another summation order than the CPU's (one pass per expert). "
+                  "The CPU back end is 7e-8 to 8.2e-7 from fp64 on these cases "
+                  "(the worst dw_gate at N = 2000, 500 rows per expert); an H200 "
+                  "gave 4e-8 to 8.2e-7 from the CPU and 7e-8 to 4.4e-7 from fp64; "
+                  "5e-6 leaves 6x")
+ROUTING_GRAD = Tol(rtol=1e-6, why="dispatch_grad sums a token's k slot rows "
+                   "(bf16-exact inputs: exact in fp32 but for an occasional last "
+                   "bit), combine_grad's dyp is one product per element and its "
+                   "dw a 32-term fp32 dot product: the CPU back end is 0 (dx, "
+                   "dyp) and 7.4e-8 (dw) from fp64, an H200 0 and 7.4e-8 from the "
+                   "CPU (3.7e-8 from fp64); the worst-case rounding of the dot "
+                   "products is about 2.5e-6 of max|dw|, so 1e-6 is a bar on the "
+                   "typical error with 13x over the observed")
+KDA_GRAD = Tol(rtol=2e-5, why="the chunked KDA backward (chunk 64, sub-chunk 16) "
+               "in fp32 on CUDA cores, the CPU's tiles in another summation "
+               "order: the CPU back end is 1e-7 to 3.9e-6 from fp64 on these "
+               "cases (the worst dq; a random initial state and final-state "
+               "adjoint of entries up to 1 make the gradients large, about 1); "
+               "an H200 gave up to 4.0e-6 from the CPU and 1.4e-6 from fp64 "
+               "(dq); 2e-5 leaves 5x and is the CPU suite's bar "
+               "(test/Integration/CPU/kda-grad.mlir)")
+KDA_GRAD_NO_STATE = Tol(rtol=1e-4, why="as KDA_GRAD without an initial state or "
+                        "final-state adjoint: the gradients are 2 to 5x smaller "
+                        "(0.1 to 0.5) at the same absolute error, so the CPU back "
+                        "end is 2e-7 to 2.6e-5 from fp64 (dk the worst; dq and dg "
+                        "2.3e-5) and an H200 up to 2.4e-5 from the CPU (5.6e-6 from "
+                        "fp64); 1e-4 leaves 4x")
+KDA_GRAD_TINY = Tol(atol=1e-30, why="dg and dS0 under about -130 nats of decay "
+                    "per step: every state decays to nothing within a step, so "
+                    "they are about 1e-42 (subnormal in fp32; the CPU back end is "
+                    "1e-45 to 5e-42 from fp64, an H200 1e-45 and 0 from the CPU), "
+                    "and a GPU that flushes subnormals to zero gives 0: bounded "
+                    "absolutely, far below the other gradients of the case (0.1 "
+                    "to 8) and far above 0 for a wrong (dense) diagonal path, "
+                    "which gives non-finite values")
+
+
+def expert_grad_reference(E, extra=()):
+    """moe-reference expert_ffn_grad (fp64): it dispatches x by the indices
+    itself (rows stable by expert, as moe.dispatch) and returns dxp and the
+    three weight gradients."""
+    def reference(ctx, paths):
+        out = {1: ctx.scratch("ref_dw_gate.npy"), 2: ctx.scratch("ref_dw_up.npy"),
+               3: ctx.scratch("ref_dw_down.npy")}
+        out[0] = ctx.moe_reference("expert_ffn_grad", paths,
+                                   [f"--dw-gate={out[1]}", f"--dw-up={out[2]}",
+                                    f"--dw-down={out[3]}", f"--num-experts={E}", *extra])
+        return out
+    return reference
+
+
+def expert_grad_inputs(N, E, K, F, indices, d=32, x=1.0, w=0.2, salt=""):
+    return [Input("x", (N, d), Uniform(-x, x)),
+            Input("indices", (N, K), indices),
+            Input("w_gate", (E, d, F), Uniform(-w, w), salt),
+            Input("w_up", (E, d, F), Uniform(-w, w), salt),
+            Input("w_down", (E, F, d), Uniform(-0.2, 0.2)),
+            Input("dyp", (N * K, d), Uniform(-1, 1))]
+
+
+def expert_grad_checks(tol):
+    return [Check(0, "dxp", tol), Check(1, "dw_gate", tol), Check(2, "dw_up", tol),
+            Check(3, "dw_down", tol)]
+
+
+def dispatch_grad_reference(E):
+    def reference(ctx, paths):
+        _, idx, dxp = paths
+        return {0: ctx.moe_reference("dispatch_grad", [dxp, idx], [f"--num-experts={E}"])}
+    return reference
+
+
+def combine_grad_reference(E):
+    def reference(ctx, paths):
+        _, idx, yp, w, dy = paths
+        dw = ctx.scratch("ref_dw.npy")
+        dyp = ctx.moe_reference("combine_grad", [yp, idx, w, dy],
+                                [f"--d-weights={dw}", f"--num-experts={E}"])
+        return {0: dyp, 1: dw}
+    return reference
+
+
+def indices_note(indices, E):
+    if isinstance(indices, TopIndices):
+        return "" if indices.experts == E else \
+            f"; only experts 0-{indices.experts - 1} chosen, the others empty"
+    return (f"; experts drawn from 0-{indices.high - 1}, repeats within a token "
+            "allowed, the others empty")
+
+
+def routing_grad_cases():
+    """The MoE FFN's gradient ops on the rows moe.dispatch makes (the
+    template's functions dispatch x by the indices first). Indices limited
+    to the first experts leave the others empty (as the CPU test's --high);
+    Integers also lets a token pick one expert twice (which a dispatch
+    allows), TopIndices picks k distinct experts (as the router does)."""
+    cases = []
+    swiglu = ["--activation=swiglu"]
+    for N, indices, label in ((0, Integers(0, 16), "N0"),
+                              (1, TopIndices(16), "N1"),
+                              (75, Integers(0, 12), "N75_repeats_E12"),
+                              (300, TopIndices(11), "N300_E11"),
+                              (2000, TopIndices(16), "N2000")):
+        cases.append(KernelCase(
+            f"moe_grad/expert_grad/{label}", "moe_grad", "expert_grad",
+            expert_grad_inputs(N, 16, 4, 16, indices), expert_grad_checks(EXPERT_GRAD),
+            expert_grad_reference(16, swiglu),
+            note=f"{N} tokens, top-4 of 16 experts" + indices_note(indices, 16)))
+    for N, indices, label, x, w in ((75, Integers(0, 11), "N75_repeats_E11", 1.0, 0.2),
+                                    (300, TopIndices(16), "N300_caps", 2.0, 3.0)):
+        cases.append(KernelCase(
+            f"moe_grad_situ/expert_grad/{label}", "moe_grad_situ", "expert_grad",
+            expert_grad_inputs(N, 16, 2, 16, indices, x=x, w=w),
+            expert_grad_checks(EXPERT_GRAD), expert_grad_reference(16, SITU),
+            note="SiTU-GLU (gate_beta 4, up_beta 25), top-2" + indices_note(indices, 16) + (
+                "; x in +-2, gate/up weights in +-3: pre-activations of standard "
+                "deviation about 11, so SiTU saturates and the up cap bends"
+                if w > 1 else "")))
+    cases.append(KernelCase(
+        "moe_grad_d256/expert_grad/N150_E3", "moe_grad_d256", "expert_grad",
+        expert_grad_inputs(150, 4, 2, 128, TopIndices(3), d=256, w=0.11),
+        expert_grad_checks(EXPERT_GRAD), expert_grad_reference(4, swiglu),
+        note="kimi-tiny's expert width (d = 256, F = 128: the tiles and partial "
+             "weight gradients too large for shared memory), 4 experts (to keep "
+             "the suite small), top-2 of the first 3: expert 3 empty"))
+    for N, indices, label in ((1, TopIndices(16), "N1"),
+                              (300, Integers(0, 12), "N300_repeats_E12")):
+        cases.append(KernelCase(
+            f"moe_grad/dispatch_grad/{label}", "moe_grad", "dispatch_grad",
+            [Input("x", (N, 32), Uniform(-1, 1)), Input("indices", (N, 4), indices),
+             Input("dxp", (N * 4, 32), Uniform(-1, 1))],
+            [Check(0, "dx", ROUTING_GRAD)], dispatch_grad_reference(16),
+            note="x only orders the rows (its values are unused)"
+                 + indices_note(indices, 16)))
+        cases.append(KernelCase(
+            f"moe_grad/combine_grad/{label}", "moe_grad", "combine_grad",
+            [Input("x", (N, 32), Uniform(-1, 1)), Input("indices", (N, 4), indices),
+             Input("yp", (N * 4, 32), Uniform(-2, 2)), Input("weights", (N, 4), Uniform(0, 1)),
+             Input("dy", (N, 32), Uniform(-1, 1))],
+            [Check(0, "dyp", ROUTING_GRAD), Check(1, "dw", ROUTING_GRAD)],
+            combine_grad_reference(16),
+            note="yp: expert outputs in dispatch order; x only orders the rows"
+                 + indices_note(indices, 16)))
+    return cases
+
+
+def kda_grad_inputs(B, T, state=True, **kw):
+    ins = kda_inputs(B, T, **kw)
+    if state:
+        ins.append(Input("s0", (B, 4, 64, 64), Uniform(-1, 1)))
+    ins.append(Input("do", (B, T, 4, 64), Uniform(-1, 1)))
+    if state:
+        ins.append(Input("ds", (B, 4, 64, 64), Uniform(-1, 1)))
+    return ins
+
+
+def kda_grad_reference(gate, g_min=None, state=True, extra=()):
+    """moe-reference kda-grad (the per-token backward of ALGORITHMS.md
+    section 1.3 in fp64) at q, k normalised by moe-reference l2_norm and the
+    log decay of moe-reference decay_gate, both in fp64: the function's
+    fp64 reference from its inputs."""
+    def reference(ctx, paths):
+        import os
+        q, k, v, z, beta, a_log, dt_bias = paths[:7]
+        qn = ctx.moe_reference("l2_norm", [q], ["--dtype=f64"], out=ctx.scratch("ref_q.npy"))
+        kn = ctx.moe_reference("l2_norm", [k], ["--dtype=f64"], out=ctx.scratch("ref_k.npy"))
+        g = ctx.moe_reference("decay_gate", [z, dt_bias, a_log],
+                              ["--dtype=f64", f"--gate={gate}"]
+                              + ([f"--g-min={g_min}"] if g_min is not None else []),
+                              out=ctx.scratch("ref_g.npy"))
+        options = ["--dtype=f64", *extra]
+        if state:
+            s0, do, ds = paths[7:]
+            options += [f"--initial-state={s0}", f"--final-state-adjoint={ds}"]
+        else:
+            (do,) = paths[7:]
+        out = ctx.scratch("ref_kda_grad")
+        os.makedirs(out)
+        ctx.moe_reference("kda-grad", [qn, kn, v, g, beta, do], options, out=out)
+        return {i: os.path.join(out, f"{name}.npy")
+                for i, name in enumerate(("dq", "dk", "dv", "dg", "dbeta", "ds0"))}
+    return reference
+
+
+def kda_grad_checks(tol=None, tiny=None):
+    tol = tol or KDA_GRAD
+    return [Check(0, "dq", tol), Check(1, "dk", tol), Check(2, "dv", tol),
+            Check(3, "dg", tiny or tol), Check(4, "dbeta", tol), Check(5, "ds0", tiny or tol)]
+
+
+def kda_grad_cases():
+    """moe.kda_grad with a random initial state, output adjoint and
+    final-state adjoint: one token, one chunk, a chunk and a part (B = 2),
+    four chunks and a part (test/Integration/CPU/kda-grad.mlir at H = 4,
+    K = V = 64)."""
+    cases = []
+    for B, T in ((1, 1), (1, 64), (2, 100), (1, 200)):
+        cases.append(KernelCase(
+            f"kda_grad/kda_grad_bounded/B{B}_T{T}", "kda_grad", "kda_grad_bounded",
+            kda_grad_inputs(B, T), kda_grad_checks(), kda_grad_reference("bounded", -5)))
+    cases.append(KernelCase(
+        "kda_grad_softplus/kda_grad_softplus/B1_T100", "kda_grad_softplus",
+        "kda_grad_softplus",
+        kda_grad_inputs(1, 100), kda_grad_checks(), kda_grad_reference("softplus")))
+    cases.append(KernelCase(
+        "kda_grad_softplus/kda_grad_softplus/strong_decay_B1_T100", "kda_grad_softplus",
+        "kda_grad_softplus",
+        kda_grad_inputs(1, 100, z=(20, 40), a_log=(1.5, 1.6)),
+        kda_grad_checks(tiny=KDA_GRAD_TINY), kda_grad_reference("softplus"),
+        note="about -130 nats of decay per step: the run-time guard sends every "
+             "diagonal tile to the per-position path; every state decays to "
+             "nothing within a step, so dg and dS0 are below fp32's normal range "
+             "(test/Integration/CPU/kda-grad.mlir)"))
+    cases.append(KernelCase(
+        "kda_grad/kda_grad_value_major/B1_T100", "kda_grad", "kda_grad_value_major",
+        kda_grad_inputs(1, 100, state=False), kda_grad_checks(KDA_GRAD_NO_STATE),
+        kda_grad_reference("bounded", -5, state=False,
+                           extra=["--scale=0.3", "--state-layout=value_major"]),
+        note="value-major states, scale 0.3, no initial state or final-state adjoint"))
+    return cases
+
+
+# ---------------------------------------------------------------------------
 # Whole models and runtime programs
 # ---------------------------------------------------------------------------
 
@@ -1036,4 +1345,4 @@ def program_cases():
 def all_cases():
     return (program_cases() + kda_cases() + mla_cases() + moe_cases() + routing_cases()
             + experts_cases() + experts_f32_cases() + gemm_cases() + mapped_cases()
-            + model_fn_cases() + model_cases() + train_cases())
+            + routing_grad_cases() + kda_grad_cases() + model_fn_cases() + model_cases() + train_cases())

@@ -42,8 +42,10 @@ namespace {
 /// Builds the IR of one gradient op at the builder's insertion point.
 class GradLowering {
 public:
-  GradLowering(ImplicitLocOpBuilder &b, int64_t rowTile)
-      : b(b), tb(b), rowTile(rowTile) {}
+  GradLowering(ImplicitLocOpBuilder &b, int64_t rowTile, int64_t expertBlocks,
+               int64_t partialBytes)
+      : b(b), tb(b), rowTile(rowTile), expertBlocks(expertBlocks),
+        partialBytes(partialBytes) {}
 
   SmallVector<Value> lower(RouteGradOp op);
   SmallVector<Value> lower(DispatchGradOp op);
@@ -77,9 +79,21 @@ private:
   /// `[..., d]` fp32: `sum_f da[..., f] Wg[c, f] + du[..., f] Wu[c, f]`.
   Value inputGrad(Value da, Value du, Value wGate, Value wUp);
 
+  /// Splits of each expert's rows: enough that experts x splits reaches
+  /// `expertBlocks` parallel iterations, as long as the fp32 partial weight
+  /// gradients stay within `partialBytes`.
+  int64_t splitsFor(int64_t experts, int64_t width, int64_t hidden) const {
+    int64_t wanted = llvm::divideCeil(expertBlocks, experts);
+    int64_t perSplit = experts * 3 * width * hidden * 4;
+    int64_t affordable = std::max<int64_t>(1, partialBytes / perSplit);
+    return std::max<int64_t>(1, std::min(wanted, affordable));
+  }
+
   ImplicitLocOpBuilder &b;
   TensorBuilder tb;
   int64_t rowTile;
+  int64_t expertBlocks;
+  int64_t partialBytes;
 };
 
 } // namespace
@@ -378,41 +392,69 @@ SmallVector<Value> GradLowering::lower(ExpertFFNGradOp op) {
   ArrayRef<int64_t> gateShape = tensorTypeOf(op.getWGate()).getShape();
   int64_t experts = gateShape[0], width = gateShape[1], hidden = gateShape[2];
   int64_t tile = rowTile;
+  int64_t splits = splitsFor(experts, width, hidden);
   Value input = op.getInput(), resultGrad = op.getResultGrad();
   Value offsets = op.getExpertOffsets();
   Type elementType = tensorTypeOf(input).getElementType();
   auto attr = [&](int64_t v) -> OpFoldResult { return b.getIndexAttr(v); };
   auto weightType = [&](Value w) { return tensorTypeOf(w).getElementType(); };
+  SmallVector<Value> weights = {op.getWGate(), op.getWUp(), op.getWDown()};
 
+  // With one split, each expert writes its weight gradients in the weights'
+  // element type; with several, each (expert, split) writes an fp32 partial
+  // that a sum over the splits completes below.
+  auto weightGradInit = [&](Value w, int64_t rows, int64_t cols) -> Value {
+    if (splits == 1)
+      return tensor::EmptyOp::create(b, ArrayRef<int64_t>{experts, rows, cols},
+                                     weightType(w));
+    return tensor::EmptyOp::create(
+        b, ArrayRef<int64_t>{experts, splits, rows, cols}, f32());
+  };
   SmallVector<Value> shared = {
       tensor::EmptyOp::create(b, tb.sizesOf(input), elementType),
-      tensor::EmptyOp::create(b, ArrayRef<int64_t>{experts, width, hidden},
-                              weightType(op.getWGate())),
-      tensor::EmptyOp::create(b, ArrayRef<int64_t>{experts, width, hidden},
-                              weightType(op.getWUp())),
-      tensor::EmptyOp::create(b, ArrayRef<int64_t>{experts, hidden, width},
-                              weightType(op.getWDown()))};
-  auto forall = scf::ForallOp::create(b, ArrayRef<OpFoldResult>{attr(experts)},
-                                      shared, std::nullopt);
+      weightGradInit(op.getWGate(), width, hidden),
+      weightGradInit(op.getWUp(), width, hidden),
+      weightGradInit(op.getWDown(), hidden, width)};
+  SmallVector<OpFoldResult> space = {attr(experts)};
+  if (splits > 1)
+    space.push_back(attr(splits));
+  auto forall = scf::ForallOp::create(b, space, shared, std::nullopt);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(forall.getTerminator());
     Value expert = forall.getInductionVar(0);
+    Value split = splits > 1 ? forall.getInductionVar(1) : idx(0);
     Value begin =
         toIndex(tensor::ExtractOp::create(b, offsets, ValueRange{expert}));
     Value end = toIndex(tensor::ExtractOp::create(
         b, offsets,
         ValueRange{arith::AddIOp::create(b, expert, idx(1)).getResult()}));
     Value rows = arith::SubIOp::create(b, end, begin);
-    Value numTiles = arith::CeilDivUIOp::create(b, rows, idx(tile));
+    // The split's rows: a contiguous run of whole tiles of the expert's.
+    Value tilesPerSplit = arith::CeilDivUIOp::create(
+        b, arith::CeilDivUIOp::create(b, rows, idx(tile)), idx(splits));
+    Value rowsPerSplit = arith::MulIOp::create(b, tilesPerSplit, idx(tile));
+    Value splitBegin = arith::MinUIOp::create(
+        b, arith::MulIOp::create(b, split, rowsPerSplit), rows);
+    Value splitEnd = arith::MinUIOp::create(
+        b, arith::AddIOp::create(b, splitBegin, rowsPerSplit), rows);
+    Value splitRows = arith::SubIOp::create(b, splitEnd, splitBegin);
+    Value splitFirst = arith::AddIOp::create(b, begin, splitBegin);
+    Value numTiles = arith::CeilDivUIOp::create(b, splitRows, idx(tile));
     Value wGate = buildExpertSlice(b, op.getWGate(), expert);
     Value wUp = buildExpertSlice(b, op.getWUp(), expert);
     Value wDown = buildExpertSlice(b, op.getWDown(), expert);
 
+    // The split's rows of the input gradient are written in place, into
+    // its slice of the shared result: no buffer of a run-time size inside
+    // the tile program (the GPU mapping places only static tiles).
+    ValueRange outs = forall.getRegionIterArgs();
+    Value dxSlice = tensor::ExtractSliceOp::create(
+        b, outs[0], ArrayRef<OpFoldResult>{splitFirst, attr(0)},
+        ArrayRef<OpFoldResult>{splitRows, attr(width)},
+        ArrayRef<OpFoldResult>{attr(1), attr(1)});
     SmallVector<Value> inits = {
-        tensor::EmptyOp::create(b, ArrayRef<OpFoldResult>{rows, attr(width)},
-                                elementType),
-        tb.filled({attr(width), attr(hidden)}, f32(), 0.0),
+        dxSlice, tb.filled({attr(width), attr(hidden)}, f32(), 0.0),
         tb.filled({attr(width), attr(hidden)}, f32(), 0.0),
         tb.filled({attr(hidden), attr(width)}, f32(), 0.0)};
     auto loop = scf::ForOp::create(b, idx(0), numTiles, idx(1), inits);
@@ -422,8 +464,8 @@ SmallVector<Value> GradLowering::lower(ExpertFFNGradOp op) {
       SmallVector<Value> acc(loop.getRegionIterArgs());
       Value start = arith::MulIOp::create(b, loop.getInductionVar(), idx(tile));
       Value count = arith::MinUIOp::create(
-          b, arith::SubIOp::create(b, rows, start), idx(tile));
-      Value first = arith::AddIOp::create(b, begin, start);
+          b, arith::SubIOp::create(b, splitRows, start), idx(tile));
+      Value first = arith::AddIOp::create(b, splitFirst, start);
       Value zero = floatConstant(b, b.getLoc(), elementType, 0.0);
       // Zero padding rows have a = u = h = 0 and dy = 0: they add nothing.
       Value xTile = buildPaddedRows(b, input, first, count, tile, zero);
@@ -449,27 +491,52 @@ SmallVector<Value> GradLowering::lower(ExpertFFNGradOp op) {
     }
 
     SmallVector<Value> grads = {loop.getResult(0)};
-    grads.push_back(tb.convert(loop.getResult(1), weightType(op.getWGate())));
-    grads.push_back(tb.convert(loop.getResult(2), weightType(op.getWUp())));
-    grads.push_back(tb.convert(loop.getResult(3), weightType(op.getWDown())));
+    for (auto [i, w] : llvm::enumerate(weights))
+      grads.push_back(splits == 1
+                          ? tb.convert(loop.getResult(i + 1), weightType(w))
+                          : loop.getResult(i + 1));
     b.setInsertionPointToEnd(forall.getTerminator().getBody());
-    ValueRange outs = forall.getRegionIterArgs();
     tensor::ParallelInsertSliceOp::create(
-        b, grads[0], outs[0], ArrayRef<OpFoldResult>{begin, attr(0)},
-        ArrayRef<OpFoldResult>{rows, attr(width)},
+        b, grads[0], outs[0], ArrayRef<OpFoldResult>{splitFirst, attr(0)},
+        ArrayRef<OpFoldResult>{splitRows, attr(width)},
         ArrayRef<OpFoldResult>{attr(1), attr(1)});
     for (int i = 1; i < 4; ++i) {
       ArrayRef<int64_t> shape = tensorTypeOf(grads[i]).getShape();
+      SmallVector<OpFoldResult> at = {expert}, sizes = {attr(1)};
+      if (splits > 1) {
+        at.push_back(split);
+        sizes.push_back(attr(1));
+      }
+      at.append({attr(0), attr(0)});
+      sizes.append({attr(shape[0]), attr(shape[1])});
       tensor::ParallelInsertSliceOp::create(
-          b, grads[i], outs[i],
-          ArrayRef<OpFoldResult>{expert, attr(0), attr(0)},
-          ArrayRef<OpFoldResult>{attr(1), attr(shape[0]), attr(shape[1])},
-          ArrayRef<OpFoldResult>{attr(1), attr(1), attr(1)});
+          b, grads[i], outs[i], at, sizes,
+          SmallVector<OpFoldResult>(at.size(), attr(1)));
     }
   }
-  SmallVector<Value> results;
-  for (auto [value, result] : llvm::zip(forall.getResults(), op.getResults()))
-    results.push_back(castTensorTo(b, value, result.getType()));
+  SmallVector<Value> results = {forall.getResult(0)};
+  for (auto [i, w] : llvm::enumerate(weights)) {
+    Value grad = forall.getResult(i + 1);
+    if (splits > 1) {
+      // The splits' partials summed in split order.
+      ArrayRef<int64_t> shape = tensorTypeOf(grad).getShape();
+      Value sum = tb.filled({attr(experts), attr(shape[2]), attr(shape[3])},
+                            f32(), 0.0);
+      grad = linalg::ReduceOp::create(
+                 b, ValueRange{grad}, ValueRange{sum}, ArrayRef<int64_t>{1},
+                 [](OpBuilder &nb, Location loc, ValueRange args) {
+                   linalg::YieldOp::create(
+                       nb, loc,
+                       arith::AddFOp::create(nb, loc, args[1], args[0])
+                           .getResult());
+                 })
+                 ->getResult(0);
+      grad = tb.convert(grad, weightType(w));
+    }
+    results.push_back(grad);
+  }
+  for (auto [i, result] : llvm::enumerate(op.getResults()))
+    results[i] = castTensorTo(b, results[i], result.getType());
   return results;
 }
 
@@ -526,6 +593,13 @@ void MoELowerRoutingGradPass::runOnOperation() {
                       << static_cast<int64_t>(rowTile);
     return signalPassFailure();
   }
+  if (expertBlocks < 1 || expertPartialBytes < 0) {
+    root->emitError() << "expects a positive expert-blocks and a "
+                         "non-negative expert-partial-bytes, got "
+                      << static_cast<int64_t>(expertBlocks) << " and "
+                      << static_cast<int64_t>(expertPartialBytes);
+    return signalPassFailure();
+  }
   SmallVector<Operation *> ops;
   root->walk([&](Operation *op) {
     if (isa<RouteGradOp, DispatchGradOp, ExpertFFNGradOp, GLUFFNGradOp,
@@ -549,7 +623,7 @@ void MoELowerRoutingGradPass::runOnOperation() {
     }
     rewriter.setInsertionPoint(op);
     ImplicitLocOpBuilder b(op->getLoc(), rewriter);
-    GradLowering lowering(b, rowTile);
+    GradLowering lowering(b, rowTile, expertBlocks, expertPartialBytes);
     SmallVector<Value> results =
         TypeSwitch<Operation *, SmallVector<Value>>(op)
             .Case<RouteGradOp, DispatchGradOp, ExpertFFNGradOp, GLUFFNGradOp,

@@ -813,7 +813,14 @@ def MoELowerRoutingGrad : Pass<"moe-lower-routing-grad"> {
       gradient of the tile, and accumulates `x^T da`, `x^T du`, `h^T dy`
       into its own fp32 weight gradients: grouped GEMMs over the
       expert-sorted rows, no two experts writing one value. Experts without
-      rows get zeros.
+      rows get zeros. With `expert-blocks` above the expert count, each
+      expert's rows are split into contiguous runs of whole tiles, one
+      forall iteration per (expert, split), each writing fp32 partial
+      weight gradients that a sum over the splits (in split order)
+      completes: more parallel iterations for a GPU, within
+      `expert-partial-bytes` of partials. The input gradient is written in
+      place into each split's rows of the result, so the loop holds no
+      buffer of a run-time size.
     * `moe.glu_ffn_grad`: the same math on whole tensors, weight gradients
       contracted over every leading dimension.
     * `moe.combine_grad`: `dy[n] w[n, i]` gathered per row and
@@ -825,7 +832,14 @@ def MoELowerRoutingGrad : Pass<"moe-lower-routing-grad"> {
   }];
   let options = [
     Option<"rowTile", "row-tile", "int64_t", "32",
-           "Rows per tile of the grouped expert gradient GEMMs">
+           "Rows per tile of the grouped expert gradient GEMMs">,
+    Option<"expertBlocks", "expert-blocks", "int64_t", "1",
+           "Split each expert's rows until experts x splits reaches this "
+           "many parallel iterations (1: one per expert)">,
+    Option<"expertPartialBytes", "expert-partial-bytes", "int64_t",
+           "268435456",
+           "At most this many bytes of fp32 partial weight gradients for "
+           "the splits">
   ];
   let statistics = [
     Statistic<"numLowered", "num-lowered",
@@ -996,6 +1010,52 @@ def MoEAsyncGPUStream : Pass<"moe-async-gpu-stream", "::mlir::func::FuncOp"> {
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::gpu::GPUDialect"];
+}
+
+def MoEInPlaceLoopCarries : Pass<"moe-in-place-loop-carries", "::mlir::func::FuncOp"> {
+  let summary = "Make the loops of scf.forall bodies update their carried tensors in place";
+  let description = [{
+    Runs on tensor IR before bufferization, for the GPU. In every `scf.for`
+    inside an `scf.forall` body, each tensor the loop yields that is not
+    already written into its iteration argument (through the destinations of
+    destination-style ops: `linalg` outs, `tensor.insert_slice` dests) is
+    copied into it by a `linalg.copy` right before the yield. One-shot
+    bufferization then keeps every loop-carried value in the buffer of the
+    loop's init instead of returning a fresh buffer from each iteration:
+    the carried buffer exists once, so `-moe-map-forall-to-gpu` can give
+    every tile buffer of the iteration a fixed place (shared memory or a
+    per-block scratch slice) and spread the program over the block's threads.
+    A KDA gradient's chunk sweeps carry their 64 x 64 state this way; the
+    copy costs one tile per iteration. The CPU pipeline does not run it.
+  }];
+  let statistics = [
+    Statistic<"numCopies", "num-copies", "Number of loop-carried tensors copied into their iteration argument">
+  ];
+  let dependentDialects = [
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+}
+
+def MoEHoistHostAllocas : Pass<"moe-hoist-host-allocas", "::mlir::ModuleOp"> {
+  let summary = "Move the host's fixed-size stack slots out of loops, into the function entry";
+  let description = [{
+    Runs on the host's LLVM dialect at the end of the GPU pipeline. The
+    launch lowering gives every `gpu.launch_func` an `llvm.alloca` for its
+    argument array where the launch stands; a launch inside a host loop
+    (one per token of a sequential scan) thus grows the stack by that slot
+    on every iteration, since LLVM frees allocas only on return: kimi-tiny's
+    training step at B = 16, T = 2048 overflowed the 8 MiB stack that way.
+    Every `llvm.alloca` of a constant element count outside the entry block
+    of an `llvm.func` moves to the start of the entry block, with its count:
+    one slot per function, reused by every iteration (each launch fills its
+    slot right before the call).
+  }];
+  let statistics = [
+    Statistic<"numHoisted", "num-hoisted", "Number of stack slots moved to the entry block">
+  ];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
 def MoEMapForallToGPU : Pass<"moe-map-forall-to-gpu", "::mlir::func::FuncOp"> {
