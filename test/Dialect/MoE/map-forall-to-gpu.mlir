@@ -123,6 +123,68 @@ func.func @iteration_sized_tile(%out: memref<?x8xf32>, %rows: memref<?xindex>,
 
 // -----
 
+// A tile buffer that a loop carries to its next iteration (yielded, here
+// through an scf.if) cannot have a fixed place: the program keeps one
+// thread per block and its buffers on the device heap.
+
+// CHECK-LABEL: func.func @carried_tile(
+// CHECK:         gpu.launch blocks({{.*}}) threads(%{{.+}}) in (%{{.+}} = %c1
+// CHECK:           scf.for
+// CHECK:             memref.alloc() : memref<8xf32>
+func.func @carried_tile(%out: memref<?x8xf32>, %n: index, %flag: i1) {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  scf.forall (%i) in (%n) {
+    %init = memref.alloc() : memref<8xf32>
+    linalg.fill ins(%zero : f32) outs(%init : memref<8xf32>)
+    %last = scf.for %k = %c0 to %n step %c1 iter_args(%prev = %init) -> (memref<8xf32>) {
+      %next = memref.alloc() : memref<8xf32>
+      linalg.copy ins(%prev : memref<8xf32>) outs(%next : memref<8xf32>)
+      %pick = scf.if %flag -> (memref<8xf32>) {
+        scf.yield %next : memref<8xf32>
+      } else {
+        scf.yield %prev : memref<8xf32>
+      }
+      scf.yield %pick : memref<8xf32>
+    }
+    %dst = memref.subview %out[%i, 0] [1, 8] [1, 1] : memref<?x8xf32> to memref<8xf32, strided<[1], offset: ?>>
+    linalg.copy ins(%last : memref<8xf32>) outs(%dst : memref<8xf32, strided<[1], offset: ?>>)
+  }
+  return
+}
+
+// -----
+
+// In a placed tile program the deallocation pipeline's frees (of a base
+// buffer, under a run-time ownership flag) and its dealloc_helper calls go:
+// nothing in the kernel is on the heap.
+
+// CHECK-LABEL: func.func @placed_frees(
+// CHECK:         gpu.launch {{.*}} threads(%{{.+}}) in (%{{.+}} = %c256
+// CHECK-NOT:       memref.dealloc
+// CHECK-NOT:       call @dealloc_helper
+// CHECK:           gpu.terminator
+func.func private @dealloc_helper(memref<?xindex>, memref<?xindex>, memref<?xi1>, memref<?xi1>, memref<?xi1>)
+func.func @placed_frees(%out: memref<?x8xf32>, %n: index, %own: i1,
+                        %a: memref<?xindex>, %b: memref<?xi1>) {
+  %zero = arith.constant 0.0 : f32
+  scf.forall (%i) in (%n) {
+    %tile = memref.alloc() : memref<8xf32>
+    linalg.fill ins(%zero : f32) outs(%tile : memref<8xf32>)
+    %dst = memref.subview %out[%i, 0] [1, 8] [1, 1] : memref<?x8xf32> to memref<8xf32, strided<[1], offset: ?>>
+    linalg.copy ins(%tile : memref<8xf32>) outs(%dst : memref<8xf32, strided<[1], offset: ?>>)
+    func.call @dealloc_helper(%a, %a, %b, %b, %b) : (memref<?xindex>, memref<?xindex>, memref<?xi1>, memref<?xi1>, memref<?xi1>) -> ()
+    %base, %offset, %size, %stride = memref.extract_strided_metadata %tile : memref<8xf32> -> memref<f32>, index, index, index
+    scf.if %own {
+      memref.dealloc %base : memref<f32>
+    }
+  }
+  return
+}
+
+// -----
+
 // An element program: one thread per iteration, the last block guarded;
 // its buffers are thread-private.
 
