@@ -95,7 +95,4 @@ void mlir::moe::buildLowerToNVVMPipeline(OpPassManager &pm,
   gpuOptions.cubinFormat = options.format;
   gpuOptions.optLevel = options.optLevel;
   gpu::buildLowerToNVVMPassPipeline(pm, gpuOptions);
-  // Launch argument slots out of host loops (else the stack grows per
-  // iteration).
-  pm.addPass(createMoEHoistHostAllocas());
 }

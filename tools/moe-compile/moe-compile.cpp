@@ -20,6 +20,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CompileCache.h"
+#include "HoistAllocas.h"
 
 #include "moe/Conversion/MoEModelToFunc/MoEModelToFunc.h"
 #include "moe/Import/HFNames.h"
@@ -1147,6 +1148,9 @@ static LogicalResult compile(const char *argv0, TimingScope &root,
   // The MLIR module is no longer needed; freeing it here keeps its
   // destruction out of the LLVM timers.
   module = nullptr;
+  // Launch argument slots out of host loops (else the stack grows per
+  // iteration; HoistAllocas.h).
+  mlir::moe::hoistConstantAllocasToEntry(*llvmModule);
   translateTimer.stop();
   {
     TimingScope timer =

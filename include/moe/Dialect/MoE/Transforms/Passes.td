@@ -1038,26 +1038,6 @@ def MoEInPlaceLoopCarries : Pass<"moe-in-place-loop-carries", "::mlir::func::Fun
   ];
 }
 
-def MoEHoistHostAllocas : Pass<"moe-hoist-host-allocas", "::mlir::ModuleOp"> {
-  let summary = "Move the host's fixed-size stack slots out of loops, into the function entry";
-  let description = [{
-    Runs on the host's LLVM dialect at the end of the GPU pipeline. The
-    launch lowering gives every `gpu.launch_func` an `llvm.alloca` for its
-    argument array where the launch stands; a launch inside a host loop
-    (one per token of a sequential scan) thus grows the stack by that slot
-    on every iteration, since LLVM frees allocas only on return: kimi-tiny's
-    training step at B = 16, T = 2048 overflowed the 8 MiB stack that way.
-    Every `llvm.alloca` of a constant element count outside the entry block
-    of an `llvm.func` moves to the start of the entry block, with its count:
-    one slot per function, reused by every iteration (each launch fills its
-    slot right before the call).
-  }];
-  let statistics = [
-    Statistic<"numHoisted", "num-hoisted", "Number of stack slots moved to the entry block">
-  ];
-  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
-}
-
 def MoEMapForallToGPU : Pass<"moe-map-forall-to-gpu", "::mlir::func::FuncOp"> {
   let summary = "Turn each scf.forall of bufferized tiled IR into a GPU kernel whose threads share the tile program";
   let description = [{
