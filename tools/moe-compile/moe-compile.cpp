@@ -20,12 +20,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "CompileCache.h"
-#include "HoistAllocas.h"
 
 #include "moe/Conversion/MoEModelToFunc/MoEModelToFunc.h"
 #include "moe/Import/HFNames.h"
 #include "moe/Import/KimiConfig.h"
 #include "moe/InitAll.h"
+#include "moe/Pipelines/HoistAllocas.h"
 #include "moe/Pipelines/Pipelines.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -1149,7 +1149,7 @@ static LogicalResult compile(const char *argv0, TimingScope &root,
   // destruction out of the LLVM timers.
   module = nullptr;
   // Launch argument slots out of host loops (else the stack grows per
-  // iteration; HoistAllocas.h).
+  // iteration; moe/Pipelines/HoistAllocas.h).
   mlir::moe::hoistConstantAllocasToEntry(*llvmModule);
   translateTimer.stop();
   {

@@ -12,6 +12,7 @@
 
 #include "moe/Dialect/MoE/Transforms/Passes.h"
 #include "moe/InitAll.h"
+#include "moe/Pipelines/HoistAllocas.h"
 #include "moe/Pipelines/Pipelines.h"
 #include "moe/Support/Npy.h"
 
@@ -723,9 +724,16 @@ static llvm::Error run() {
   llvm::InitializeNativeTargetAsmPrinter();
   // ExecutionEngineOptions::transformer is a function_ref: the std::function
   // must outlive the engine's creation.
-  std::function<llvm::Error(llvm::Module *)> transformer =
+  std::function<llvm::Error(llvm::Module *)> optimize =
       makeOptimizingTransformer(optLevel, /*sizeLevel=*/0,
                                 /*targetMachine=*/nullptr);
+  // Launch argument slots out of host loops first (else the stack grows per
+  // iteration; moe/Pipelines/HoistAllocas.h).
+  std::function<llvm::Error(llvm::Module *)> transformer =
+      [&](llvm::Module *llvmModule) {
+        moe::hoistConstantAllocasToEntry(*llvmModule);
+        return optimize(llvmModule);
+      };
   SmallVector<std::string> libPaths;
   // memref.copy of non-contiguous buffers calls memrefCopy from here.
   std::string cRunnerUtils = MOE_MLIR_C_RUNNER_UTILS;

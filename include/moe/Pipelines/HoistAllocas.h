@@ -7,12 +7,13 @@
 // alloca for its argument array where the launch stands. A launch inside a
 // host loop (one per token of a sequential scan) thus grows the stack on
 // every iteration, since LLVM frees allocas only on return: kimi-tiny's
-// CUDA training step at B = 16, T = 2048 overflowed the 8 MiB stack.
+// CUDA training step at B = 16, T = 2048 overflowed the 8 MiB stack. Both
+// moe-compile and moe-run's JIT apply this to the translated module.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef MOE_TOOLS_MOE_COMPILE_HOISTALLOCAS_H
-#define MOE_TOOLS_MOE_COMPILE_HOISTALLOCAS_H
+#ifndef MOE_PIPELINES_HOISTALLOCAS_H
+#define MOE_PIPELINES_HOISTALLOCAS_H
 
 namespace llvm {
 class Module;
@@ -28,4 +29,4 @@ unsigned hoistConstantAllocasToEntry(llvm::Module &module);
 
 } // namespace mlir::moe
 
-#endif // MOE_TOOLS_MOE_COMPILE_HOISTALLOCAS_H
+#endif // MOE_PIPELINES_HOISTALLOCAS_H

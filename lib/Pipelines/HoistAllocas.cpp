@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "HoistAllocas.h"
+#include "moe/Pipelines/HoistAllocas.h"
 
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/Function.h"
