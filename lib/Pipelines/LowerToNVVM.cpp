@@ -41,6 +41,7 @@ void mlir::moe::buildLowerToNVVMPipeline(OpPassManager &pm,
         attentionOptions.convertOnce = options.attentionConvertOnce;
         nested.addPass(createMoEGenerateAttentionKernels(attentionOptions));
         nested.addPass(createMoEGenerateRoutingKernels());
+        nested.addPass(createMoEGenerateEmbeddingGradKernels());
         MoEGenerateExpertKernelsOptions expertOptions;
         expertOptions.reductionStep = options.expertReductionStep;
         expertOptions.stages = options.expertStages;

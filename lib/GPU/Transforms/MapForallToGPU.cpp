@@ -12,6 +12,7 @@
 
 #include "moe/Dialect/MoE/Transforms/Passes.h"
 
+#include "ColumnReduction.h"
 #include "WarpReduction.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -282,6 +283,12 @@ private:
   void nameKernel(gpu::LaunchOp launch, StringRef what, Location loc);
   LogicalResult mapHostOp(IRRewriter &rewriter, linalg::LinalgOp op);
   LogicalResult mapHostReduction(IRRewriter &rewriter, linalg::LinalgOp op);
+  LogicalResult mapHostColumnReduction(IRRewriter &rewriter,
+                                       linalg::LinalgOp op);
+  std::tuple<Value, Value, Value> moveIntoWarpLaunch(IRRewriter &rewriter,
+                                                     linalg::LinalgOp op,
+                                                     Value outputs,
+                                                     StringRef suffix);
   int64_t kernels = 0;
 
   LogicalResult mapForall(IRRewriter &rewriter, scf::ForallOp forall);
@@ -582,6 +589,8 @@ LogicalResult MoEMapForallToGPUPass::mapHostOp(IRRewriter &rewriter,
   Value threads = one, grid = one;
   if (isWarpReduction(op))
     return mapHostReduction(rewriter, op);
+  if (isColumnReduction(op))
+    return mapHostColumnReduction(rewriter, op);
   if (op.getNumParallelLoops() > 0) {
     // Enough blocks for one iteration per thread, at most 2^20 of them.
     SmallVector<Range> ranges = op.createLoopRanges(rewriter, loc);
@@ -623,6 +632,43 @@ LogicalResult MoEMapForallToGPUPass::mapHostOp(IRRewriter &rewriter,
   return sequentializeParallelLoops(rewriter, launch);
 }
 
+/// A kernel at `op` with one warp per output of `outputs`, enough 256-thread
+/// blocks for one warp each, at most 2^20 of them; `op` moves into it.
+/// Returns the thread's warp, the number of warps and its lane.
+std::tuple<Value, Value, Value>
+MoEMapForallToGPUPass::moveIntoWarpLaunch(IRRewriter &rewriter,
+                                          linalg::LinalgOp op, Value outputs,
+                                          StringRef suffix) {
+  Location loc = op.getLoc();
+  Value one = indexConstant(rewriter, loc, 1);
+  Value threads = indexConstant(rewriter, loc, blockSize);
+  Value warpsPerBlock = indexConstant(rewriter, loc, blockSize / 32);
+  Value blocks =
+      arith::CeilDivUIOp::create(rewriter, loc, outputs, warpsPerBlock);
+  blocks = arith::MinUIOp::create(rewriter, loc, blocks,
+                                  indexConstant(rewriter, loc, 1 << 20));
+  Value grid = arith::MaxUIOp::create(rewriter, loc, blocks, one);
+  auto launch =
+      gpu::LaunchOp::create(rewriter, loc, grid, one, one, threads, one, one);
+  nameKernel(launch, (op->getName().stripDialect() + suffix).str(), loc);
+  Block &body = launch.getBody().front();
+  rewriter.setInsertionPointToEnd(&body);
+  auto terminator = gpu::TerminatorOp::create(rewriter, loc);
+  rewriter.moveOpBefore(op, terminator);
+  rewriter.setInsertionPoint(op);
+  Value warpSize = indexConstant(rewriter, loc, 32);
+  Value tid = launch.getThreadIds().x;
+  Value warp = arith::AddIOp::create(
+      rewriter, loc,
+      arith::MulIOp::create(rewriter, loc, launch.getBlockIds().x,
+                            warpsPerBlock),
+      arith::DivUIOp::create(rewriter, loc, tid, warpSize));
+  Value warps = arith::MulIOp::create(rewriter, loc, launch.getGridSize().x,
+                                      warpsPerBlock);
+  Value lane = arith::RemUIOp::create(rewriter, loc, tid, warpSize);
+  return {warp, warps, lane};
+}
+
 /// A reduction of the host code -> a kernel with one warp per output
 /// element (see WarpReduction.h), enough 256-thread blocks for one warp per
 /// output, at most 2^20 of them.
@@ -642,32 +688,55 @@ LogicalResult MoEMapForallToGPUPass::mapHostReduction(IRRewriter &rewriter,
               getValueOrCreateConstantIndexOp(rewriter, loc, range.offset),
               getValueOrCreateConstantIndexOp(rewriter, loc, range.size),
               getValueOrCreateConstantIndexOp(rewriter, loc, range.stride)));
-  Value threads = indexConstant(rewriter, loc, blockSize);
-  Value warpsPerBlock = indexConstant(rewriter, loc, blockSize / 32);
-  Value blocks =
-      arith::CeilDivUIOp::create(rewriter, loc, outputs, warpsPerBlock);
-  blocks = arith::MinUIOp::create(rewriter, loc, blocks,
-                                  indexConstant(rewriter, loc, 1 << 20));
-  Value grid = arith::MaxUIOp::create(rewriter, loc, blocks, one);
-  auto launch =
-      gpu::LaunchOp::create(rewriter, loc, grid, one, one, threads, one, one);
-  nameKernel(launch, (op->getName().stripDialect() + "_warps").str(), loc);
-  Block &body = launch.getBody().front();
-  rewriter.setInsertionPointToEnd(&body);
-  auto terminator = gpu::TerminatorOp::create(rewriter, loc);
-  rewriter.moveOpBefore(op, terminator);
-  rewriter.setInsertionPoint(op);
-  Value warpSize = indexConstant(rewriter, loc, 32);
-  Value tid = launch.getThreadIds().x;
-  Value warp = arith::AddIOp::create(
-      rewriter, loc,
-      arith::MulIOp::create(rewriter, loc, launch.getBlockIds().x,
-                            warpsPerBlock),
-      arith::DivUIOp::create(rewriter, loc, tid, warpSize));
-  Value warps = arith::MulIOp::create(rewriter, loc, launch.getGridSize().x,
-                                      warpsPerBlock);
-  Value lane = arith::RemUIOp::create(rewriter, loc, tid, warpSize);
+  auto [warp, warps, lane] =
+      moveIntoWarpLaunch(rewriter, op, outputs, "_warps");
   emitWarpReduction(rewriter, op, warp, warps, lane);
+  return success();
+}
+
+/// A long reduction onto few outputs that its inputs do not store
+/// contiguously (a weight gradient's sum over the tokens) -> two kernels
+/// (see ColumnReduction.h): runs of the reduction folded into partials by
+/// a thread per (output, run), about 2^19 threads in all; then one warp per
+/// output combining its partials into the output.
+LogicalResult
+MoEMapForallToGPUPass::mapHostColumnReduction(IRRewriter &rewriter,
+                                              linalg::LinalgOp op) {
+  Location loc = op.getLoc();
+  rewriter.setInsertionPoint(op);
+  Value one = indexConstant(rewriter, loc, 1);
+  Value threads = indexConstant(rewriter, loc, blockSize);
+  LoopSpace space = loopSpaceOf(rewriter, op);
+  ColumnSplit split = planColumnSplit(rewriter, op, space, blockSize,
+                                      /*targetThreads=*/int64_t(1) << 19);
+
+  auto partials = gpu::LaunchOp::create(rewriter, loc, split.columnBlocks,
+                                        split.runs, one, threads, one, one);
+  nameKernel(partials, (op->getName().stripDialect() + "_columns").str(), loc);
+  {
+    Block &body = partials.getBody().front();
+    rewriter.setInsertionPointToEnd(&body);
+    auto terminator = gpu::TerminatorOp::create(rewriter, loc);
+    rewriter.setInsertionPoint(terminator);
+    Value column = arith::AddIOp::create(
+        rewriter, loc,
+        arith::MulIOp::create(rewriter, loc, partials.getBlockIds().x,
+                              partials.getBlockSize().x),
+        partials.getThreadIds().x);
+    emitColumnPartials(rewriter, op, space, split, column,
+                       partials.getBlockIds().y);
+  }
+
+  rewriter.setInsertionPoint(op);
+  auto [warp, warps, lane] =
+      moveIntoWarpLaunch(rewriter, op, space.outputs, "_columns_sum");
+  gpu::LaunchOp combine = op->getParentOfType<gpu::LaunchOp>();
+  emitColumnCombine(rewriter, op, space, split, warp, warps, lane);
+
+  rewriter.setInsertionPointAfter(combine);
+  for (Value buffer : split.partials)
+    gpu::DeallocOp::create(rewriter, loc, /*asyncToken=*/Type(), ValueRange(),
+                           buffer);
   return success();
 }
 

@@ -31,20 +31,35 @@ constexpr int64_t kWarp = 32;
 /// lanes read them (a narrow projection's [d, 4] weights).
 constexpr int64_t kSmallInput = 16384;
 
-/// The one combiner that updates output `i` of `op` (see isWarpReduction),
-/// or null.
-Operation *outputCombiner(linalg::LinalgOp op, unsigned i) {
-  SmallVector<BlockArgument> outArgs;
-  for (OpOperand &init : op.getDpsInitsMutable())
-    outArgs.push_back(op.getMatchingBlockArgument(&init));
-  SmallVector<Operation *> combiners;
-  if (!matchReduction(outArgs, i, combiners) || combiners.size() != 1)
-    return nullptr;
-  Operation *combiner = combiners.front();
+} // namespace
+
+Operation *mlir::moe::reductionCombiner(linalg::LinalgOp op, unsigned i) {
   auto yield = cast<linalg::YieldOp>(op.getBlock()->getTerminator());
-  if (!outArgs[i].hasOneUse() || combiner->getNumOperands() != 2 ||
-      combiner->getNumResults() != 1 ||
-      yield.getOperand(i) != combiner->getResult(0))
+  BlockArgument outArg = op.getMatchingBlockArgument(op.getDpsInitOperand(i));
+  // The output's value flows through one combiner, or a chain of the same
+  // one (`(acc + a) + b`: two weight gradients' terms summed into one
+  // output), each step its value's only use, into the yield: as
+  // reorderable as one combiner.
+  Operation *combiner = nullptr;
+  Value chained = outArg;
+  while (chained.hasOneUse()) {
+    Operation *link = *chained.getUsers().begin();
+    if (link == yield.getOperation())
+      break;
+    if (link->getNumOperands() != 2 || link->getNumResults() != 1 ||
+        (combiner &&
+         (link->getName() != combiner->getName() ||
+          link->getAttrDictionary() != combiner->getAttrDictionary())))
+      return nullptr;
+    // The other operand must not depend on the output (no `acc * acc`).
+    Value other = link->getOperand(0) == chained ? link->getOperand(1)
+                                                 : link->getOperand(0);
+    if (other == chained)
+      return nullptr;
+    combiner = link;
+    chained = link->getResult(0);
+  }
+  if (!combiner || !chained.hasOneUse() || yield.getOperand(i) != chained)
     return nullptr;
   // Commutative and associative, so lanes may combine in any order (as
   // floating-point sums in another order: the CPU's order differs too).
@@ -61,11 +76,10 @@ Operation *outputCombiner(linalg::LinalgOp op, unsigned i) {
   return combiner;
 }
 
-/// The loop induction values of `linear` in the row-major space of
-/// `counts` (the last fastest), as offsets + index * strides.
-void delinearizeInto(OpBuilder &b, Location loc, Value linear,
-                     ArrayRef<unsigned> dims, ArrayRef<Value> counts,
-                     ArrayRef<Range> ranges, SmallVectorImpl<Value> &ivs) {
+void mlir::moe::delinearizeInto(OpBuilder &b, Location loc, Value linear,
+                                ArrayRef<unsigned> dims, ArrayRef<Value> counts,
+                                ArrayRef<Range> ranges,
+                                SmallVectorImpl<Value> &ivs) {
   for (int64_t k = static_cast<int64_t>(dims.size()) - 1; k >= 0; --k) {
     Value i = linear;
     if (k > 0) {
@@ -80,23 +94,21 @@ void delinearizeInto(OpBuilder &b, Location loc, Value linear,
   }
 }
 
-/// `combiner` applied to `lhs` and `rhs` (a copy of it, attributes kept).
-Value combine(OpBuilder &b, Operation *combiner, Value lhs, Value rhs) {
+Value mlir::moe::combineWith(OpBuilder &b, Operation *combiner, Value lhs,
+                             Value rhs) {
   Operation *copy = b.clone(*combiner);
   copy->setOperands({lhs, rhs});
   return copy->getResult(0);
 }
 
-/// The indices of `operand` of `op` at the loop values `ivs`.
-SmallVector<Value> indicesAt(OpBuilder &b, Location loc, linalg::LinalgOp op,
-                             OpOperand &operand, ArrayRef<Value> ivs) {
+SmallVector<Value> mlir::moe::indicesAt(OpBuilder &b, Location loc,
+                                        linalg::LinalgOp op, OpOperand &operand,
+                                        ArrayRef<Value> ivs) {
   SmallVector<Value> indices;
   for (AffineExpr expr : op.getMatchingIndexingMap(&operand).getResults())
     indices.push_back(affine::expandAffineExpr(b, loc, expr, ivs, {}));
   return indices;
 }
-
-} // namespace
 
 Value mlir::moe::indexConstant(OpBuilder &b, Location loc, int64_t value) {
   return arith::ConstantIndexOp::create(b, loc, value);
@@ -109,7 +121,8 @@ Value mlir::moe::tripCount(OpBuilder &b, Location loc, Value lb, Value ub,
   return arith::MaxSIOp::create(b, loc, count, indexConstant(b, loc, 0));
 }
 
-bool mlir::moe::isWarpReduction(linalg::LinalgOp op, int64_t minExtent) {
+bool mlir::moe::hasReorderableReductions(linalg::LinalgOp op,
+                                         int64_t minExtent) {
   if (!op.hasPureBufferSemantics() || op.getNumReductionLoops() == 0 ||
       op.getNumDpsInits() == 0 || !op.getBlock())
     return false;
@@ -138,6 +151,18 @@ bool mlir::moe::isWarpReduction(linalg::LinalgOp op, int64_t minExtent) {
     if (!isa<MemRefType>(init.get().getType()))
       return false;
   }
+  // The body may read memory (a gather) but write none.
+  for (Operation &bodyOp : op.getBlock()->without_terminator())
+    if (!isa<memref::LoadOp>(bodyOp) && !isMemoryEffectFree(&bodyOp))
+      return false;
+  for (unsigned i = 0, e = op.getNumDpsInits(); i < e; ++i)
+    if (!reductionCombiner(op, i))
+      return false;
+  return true;
+}
+
+bool mlir::moe::readsReductionContiguously(linalg::LinalgOp op) {
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
   // Lanes read neighbouring reduction iterations: a large input must have a
   // reduction dimension innermost, or its reads would be a row apart (a
   // projection onto [k, n] weights reads down a column: there one thread
@@ -161,47 +186,93 @@ bool mlir::moe::isWarpReduction(linalg::LinalgOp op, int64_t minExtent) {
     if (readsReduction && !contiguous && !small)
       return false;
   }
-  // The body may read memory (a gather) but write none.
-  for (Operation &bodyOp : op.getBlock()->without_terminator())
-    if (!isa<memref::LoadOp>(bodyOp) && !isMemoryEffectFree(&bodyOp))
-      return false;
-  for (unsigned i = 0, e = op.getNumDpsInits(); i < e; ++i)
-    if (!outputCombiner(op, i))
-      return false;
   return true;
+}
+
+bool mlir::moe::isWarpReduction(linalg::LinalgOp op, int64_t minExtent) {
+  return hasReorderableReductions(op, minExtent) &&
+         readsReductionContiguously(op);
+}
+
+SmallVector<Value> mlir::moe::cloneBodyAt(OpBuilder &b, Location loc,
+                                          linalg::LinalgOp op,
+                                          ArrayRef<Value> ivs,
+                                          ValueRange outputs) {
+  IRMapping mapping;
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    Value value = input->get();
+    if (isa<MemRefType>(value.getType()))
+      value = memref::LoadOp::create(b, loc, value,
+                                     indicesAt(b, loc, op, *input, ivs));
+    mapping.map(op.getMatchingBlockArgument(input), value);
+  }
+  for (auto [init, output] : llvm::zip(op.getDpsInitsMutable(), outputs))
+    mapping.map(op.getMatchingBlockArgument(&init), output);
+  Block *body = op.getBlock();
+  for (Operation &bodyOp : body->without_terminator()) {
+    if (auto index = dyn_cast<linalg::IndexOp>(bodyOp)) {
+      mapping.map(index.getResult(), ivs[index.getDim()]);
+      continue;
+    }
+    b.clone(bodyOp, mapping);
+  }
+  SmallVector<Value> yielded;
+  for (Value value : body->getTerminator()->getOperands())
+    yielded.push_back(mapping.lookupOrDefault(value));
+  return yielded;
+}
+
+Value mlir::moe::warpCombine(OpBuilder &b, Location loc, Value value,
+                             Operation *combiner) {
+  for (int32_t offset = kWarp / 2; offset > 0; offset /= 2) {
+    Value other = gpu::ShuffleOp::create(b, loc, value, offset, kWarp,
+                                         gpu::ShuffleMode::XOR)
+                      .getShuffleResult();
+    value = combineWith(b, combiner, value, other);
+  }
+  return value;
+}
+
+LoopSpace mlir::moe::loopSpaceOf(OpBuilder &b, linalg::LinalgOp op) {
+  Location loc = op.getLoc();
+  LoopSpace space;
+  space.ranges = op.createLoopRanges(b, loc);
+  for (auto [d, it] : llvm::enumerate(op.getIteratorTypesArray())) {
+    const Range &r = space.ranges[d];
+    Value offset = getValueOrCreateConstantIndexOp(b, loc, r.offset);
+    Value size = getValueOrCreateConstantIndexOp(b, loc, r.size);
+    Value stride = getValueOrCreateConstantIndexOp(b, loc, r.stride);
+    Value ub = arith::AddIOp::create(b, loc, offset, size);
+    Value count = tripCount(b, loc, offset, ub, stride);
+    bool reduction = it == utils::IteratorType::reduction;
+    (reduction ? space.reductionDims : space.parallelDims).push_back(d);
+    (reduction ? space.reductionCounts : space.parallelCounts).push_back(count);
+  }
+  space.outputs = indexConstant(b, loc, 1);
+  for (Value count : space.parallelCounts)
+    space.outputs = arith::MulIOp::create(b, loc, space.outputs, count);
+  space.iterations = indexConstant(b, loc, 1);
+  for (Value count : space.reductionCounts)
+    space.iterations = arith::MulIOp::create(b, loc, space.iterations, count);
+  return space;
 }
 
 void mlir::moe::emitWarpReduction(RewriterBase &rewriter, linalg::LinalgOp op,
                                   Value warp, Value warps, Value lane) {
   Location loc = op.getLoc();
   rewriter.setInsertionPoint(op);
-  SmallVector<Range> ranges = op.createLoopRanges(rewriter, loc);
-  SmallVector<unsigned> parallelDims, reductionDims;
-  SmallVector<Value> parallelCounts, reductionCounts;
-  for (auto [d, it] : llvm::enumerate(op.getIteratorTypesArray())) {
-    const Range &r = ranges[d];
-    Value offset = getValueOrCreateConstantIndexOp(rewriter, loc, r.offset);
-    Value size = getValueOrCreateConstantIndexOp(rewriter, loc, r.size);
-    Value stride = getValueOrCreateConstantIndexOp(rewriter, loc, r.stride);
-    Value ub = arith::AddIOp::create(rewriter, loc, offset, size);
-    Value count = tripCount(rewriter, loc, offset, ub, stride);
-    bool reduction = it == utils::IteratorType::reduction;
-    (reduction ? reductionDims : parallelDims).push_back(d);
-    (reduction ? reductionCounts : parallelCounts).push_back(count);
-  }
-  Value outputs = indexConstant(rewriter, loc, 1);
-  for (Value count : parallelCounts)
-    outputs = arith::MulIOp::create(rewriter, loc, outputs, count);
-  Value iterations = indexConstant(rewriter, loc, 1);
-  for (Value count : reductionCounts)
-    iterations = arith::MulIOp::create(rewriter, loc, iterations, count);
+  LoopSpace space = loopSpaceOf(rewriter, op);
+  ArrayRef<Range> ranges = space.ranges;
+  ArrayRef<unsigned> parallelDims = space.parallelDims,
+                     reductionDims = space.reductionDims;
+  ArrayRef<Value> parallelCounts = space.parallelCounts,
+                  reductionCounts = space.reductionCounts;
+  Value outputs = space.outputs, iterations = space.iterations;
 
   unsigned numOutputs = op.getNumDpsInits();
   SmallVector<Operation *> combiners;
   for (unsigned i = 0; i < numOutputs; ++i)
-    combiners.push_back(outputCombiner(op, i));
-  Block *body = op.getBlock();
-  auto yield = cast<linalg::YieldOp>(body->getTerminator());
+    combiners.push_back(reductionCombiner(op, i));
 
   // Warps stride over the outputs (uniform control flow within a warp, so
   // every lane reaches the shuffles).
@@ -224,53 +295,33 @@ void mlir::moe::emitWarpReduction(RewriterBase &rewriter, linalg::LinalgOp op,
         SmallVector<Value> loopIvs(ivs);
         delinearizeInto(b, bodyLoc, linear, reductionDims, reductionCounts,
                         ranges, loopIvs);
-        IRMapping mapping;
-        for (OpOperand *input : op.getDpsInputOperands()) {
-          Value value = input->get();
-          if (isa<MemRefType>(value.getType()))
-            value = memref::LoadOp::create(
-                b, bodyLoc, value, indicesAt(b, bodyLoc, op, *input, loopIvs));
-          mapping.map(op.getMatchingBlockArgument(input), value);
-        }
-        for (auto [init, partial] :
-             llvm::zip(op.getDpsInitsMutable(), partials))
-          mapping.map(op.getMatchingBlockArgument(&init), partial);
-        for (Operation &bodyOp : body->without_terminator()) {
-          if (auto index = dyn_cast<linalg::IndexOp>(bodyOp)) {
-            mapping.map(index.getResult(), loopIvs[index.getDim()]);
-            continue;
-          }
-          b.clone(bodyOp, mapping);
-        }
-        SmallVector<Value> next;
-        for (Value yielded : yield.getOperands())
-          next.push_back(mapping.lookupOrDefault(yielded));
-        scf::YieldOp::create(b, bodyLoc, next);
+        scf::YieldOp::create(b, bodyLoc,
+                             cloneBodyAt(b, bodyLoc, op, loopIvs, partials));
       });
 
   // The warp's sums by butterfly shuffles; lane 0 adds them to the outputs.
-  SmallVector<Value> totals;
-  for (auto [partial, combiner] : llvm::zip(inner.getResults(), combiners)) {
-    Value total = partial;
-    for (int32_t offset = kWarp / 2; offset > 0; offset /= 2) {
-      Value other = gpu::ShuffleOp::create(rewriter, loc, total, offset, kWarp,
-                                           gpu::ShuffleMode::XOR)
-                        .getShuffleResult();
-      total = combine(rewriter, combiner, total, other);
-    }
-    totals.push_back(total);
-  }
-  Value first = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
-                                      lane, zero);
-  auto guard = scf::IfOp::create(rewriter, loc, first, /*withElse=*/false);
-  rewriter.setInsertionPoint(guard.thenBlock()->getTerminator());
-  for (auto [init, total, combiner] :
-       llvm::zip(op.getDpsInitsMutable(), totals, combiners)) {
-    SmallVector<Value> indices = indicesAt(rewriter, loc, op, init, ivs);
-    Value old = memref::LoadOp::create(rewriter, loc, init.get(), indices);
-    memref::StoreOp::create(rewriter, loc,
-                            combine(rewriter, combiner, old, total), init.get(),
-                            indices);
-  }
+  addWarpTotals(rewriter, op, inner.getResults(), ivs, lane);
   rewriter.eraseOp(op);
+}
+
+void mlir::moe::addWarpTotals(OpBuilder &b, linalg::LinalgOp op,
+                              ValueRange partials, ArrayRef<Value> ivs,
+                              Value lane) {
+  Location loc = op.getLoc();
+  SmallVector<Value> totals;
+  for (auto [i, partial] : llvm::enumerate(partials))
+    totals.push_back(warpCombine(b, loc, partial, reductionCombiner(op, i)));
+  Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane,
+                                      indexConstant(b, loc, 0));
+  auto guard = scf::IfOp::create(b, loc, first, /*withElse=*/false);
+  OpBuilder::InsertionGuard insertion(b);
+  b.setInsertionPoint(guard.thenBlock()->getTerminator());
+  for (auto [i, init, total] :
+       llvm::enumerate(op.getDpsInitsMutable(), totals)) {
+    SmallVector<Value> indices = indicesAt(b, loc, op, init, ivs);
+    Value old = memref::LoadOp::create(b, loc, init.get(), indices);
+    memref::StoreOp::create(
+        b, loc, combineWith(b, reductionCombiner(op, i), old, total),
+        init.get(), indices);
+  }
 }

@@ -315,6 +315,112 @@ func.func @host_ops(%x: memref<?x64xf32>, %rows: memref<?xf32>, %total: memref<f
 
 // -----
 
+// Reductions over the tokens onto few outputs whose inputs are not stored
+// along the reduction (a norm's weight gradient [B, T, 64] -> [64], a
+// weight gradient [N, 16] x [N, 8] -> [16, 8]): split column reductions.
+// The host sizes the runs (at least 64 iterations each, about 2^19 threads
+// in all) and allocates the partials; the first kernel has one thread per
+// (output, run), blockIdx.y the run, folding its run into a partial stored
+// run-major (the run's start delinearized once, the token indices then
+// stepped with carries); the second has one warp per output combining its runs' partials
+// with shuffles, lane 0 adding them to the output. A reduction of fewer
+// than 1024 iterations keeps one thread per output.
+
+// CHECK-LABEL: func.func @column_reductions(
+// CHECK:         %[[RUNS0:.+]] = arith.minui %{{.+}}, %c65535
+// CHECK:         %[[RUNS:.+]] = arith.maxui %[[RUNS0]], %c1
+// CHECK:         %[[LEN:.+]] = arith.ceildivui %[[ITERS:.+]], %[[RUNS]]
+// CHECK:         %[[ELEMS:.+]] = arith.muli %[[RUNS]], %[[OUTS:[^ ]+]]
+// CHECK:         %[[PART:.+]] = gpu.alloc  (%[[ELEMS]]) : memref<?xf32>
+// CHECK:         gpu.launch blocks(%{{.+}}, %[[BY:.+]], %{{.+}}) in (%{{.+}} = %{{.+}}, %{{.+}} = %[[RUNS]], %{{.+}} = %c1{{.*}}) threads
+// CHECK-SAME:    function(@column_reductions_generic_columns_l{{[0-9]+}}_0)
+// CHECK:           %[[COL:.+]] = arith.addi
+// CHECK:           %[[IN:.+]] = arith.cmpi ult, %[[COL]], %[[OUTS]]
+// CHECK:           scf.if %[[IN]] {
+// CHECK:             %[[START:.+]] = arith.muli %[[BY]], %[[LEN]]
+// CHECK:             %[[END0:.+]] = arith.addi %[[START]], %[[LEN]]
+// CHECK:             %[[END:.+]] = arith.minui %[[END0]], %[[ITERS]]
+// CHECK:             %[[T0:.+]] = arith.remui %[[START]], %[[T:[^ ]+]]
+// CHECK:             %[[B0:.+]] = arith.divui %[[START]], %[[T]]
+// CHECK:             %[[SUM:.+]]:3 = scf.for %{{.+}} = %[[START]] to %[[END]] step %c1{{.*}} iter_args(%[[ACC:.+]] = %cst{{.*}}, %[[BI:.+]] = %[[B0]], %[[TI:.+]] = %[[T0]]) -> (f32, index, index)
+// CHECK-NOT:           arith.divui
+// CHECK:               memref.load %{{.+}} : memref<?x?x64xf32>
+// CHECK:               memref.load %{{.+}} : memref<?x?xf32>
+// CHECK:               %[[NEXT:.+]] = arith.addf %[[ACC]]
+// CHECK:               %[[TUP:.+]] = arith.addi %[[TI]], %c1
+// CHECK:               %[[WRAP:.+]] = arith.cmpi eq, %[[TUP]], %[[T]]
+// CHECK:               %[[TN:.+]] = arith.select %[[WRAP]], %c0{{.*}}, %[[TUP]]
+// CHECK:               %[[CARRY:.+]] = arith.select %[[WRAP]], %c1{{.*}}, %c0
+// CHECK:               %[[BN:.+]] = arith.addi %[[BI]], %[[CARRY]]
+// CHECK:               scf.yield %[[NEXT]], %[[BN]], %[[TN]]
+// CHECK:             %[[ROW:.+]] = arith.muli %[[BY]], %[[OUTS]]
+// CHECK:             %[[SLOT:.+]] = arith.addi %[[ROW]], %[[COL]]
+// CHECK:             memref.store %[[SUM]]#0, %[[PART]][%[[SLOT]]] : memref<?xf32>
+// CHECK:         gpu.launch
+// CHECK-SAME:    function(@column_reductions_generic_columns_sum_l{{[0-9]+}}_1)
+// CHECK:           %[[LANE:.+]] = arith.remui %{{.+}}, %c32
+// CHECK:           scf.for
+// CHECK:             scf.for %{{.+}} = %[[LANE]] to %[[RUNS]] step %c32{{.*}} -> (f32)
+// CHECK:               memref.load %[[PART]][%{{.+}}] : memref<?xf32>
+// CHECK-COUNT-5:     gpu.shuffle  xor
+// CHECK:             scf.if
+// CHECK:               memref.load %{{.+}} : memref<64xf32>
+// CHECK:               memref.store {{.*}} : memref<64xf32>
+// CHECK:         gpu.dealloc  %[[PART]] : memref<?xf32>
+// CHECK:         function(@column_reductions_generic_columns_l{{[0-9]+}}_2)
+// CHECK:           memref.load %{{.+}} : memref<?x16xf32>
+// CHECK:           memref.load %{{.+}} : memref<?x8xf32>
+// CHECK:         function(@column_reductions_generic_columns_sum_l{{[0-9]+}}_3)
+// CHECK:               memref.store {{.*}} : memref<16x8xf32>
+// CHECK:         function(@column_reductions_generic_l{{[0-9]+}}_4)
+// CHECK-NOT:         gpu.shuffle
+// Two terms summed into one output by a chain of adds (a norm weight shared
+// by two uses): still one reorderable sum.
+// CHECK:         function(@column_reductions_generic_columns_l{{[0-9]+}}_5)
+// CHECK:             scf.for {{.*}} iter_args(%[[ACC2:[^ ]+]] = %cst{{.*}}) -> (f32, index, index)
+// CHECK:               %[[T1:.+]] = arith.addf %[[ACC2]]
+// CHECK:               arith.addf %[[T1]]
+// CHECK:         function(@column_reductions_generic_columns_sum_l{{[0-9]+}}_6)
+// CHECK:           return
+func.func @column_reductions(%dy: memref<?x?x64xf32>, %rstd: memref<?x?xf32>,
+                             %dw: memref<64xf32>, %x: memref<?x16xf32>,
+                             %g: memref<?x8xf32>, %w: memref<16x8xf32>,
+                             %rows: memref<1000x64xf32>, %sums: memref<64xf32>,
+                             %dy2: memref<?x?x64xf32>, %rstd2: memref<?x?xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>, affine_map<(d0, d1, d2) -> (d2)>], iterator_types = ["reduction", "reduction", "parallel"]}
+      ins(%dy, %rstd : memref<?x?x64xf32>, memref<?x?xf32>) outs(%dw : memref<64xf32>) {
+  ^bb0(%a: f32, %r: f32, %acc: f32):
+    %p = arith.mulf %a, %r : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d2, d0)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %g : memref<?x16xf32>, memref<?x8xf32>) outs(%w : memref<16x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>], iterator_types = ["reduction", "parallel"]}
+      ins(%rows : memref<1000x64xf32>) outs(%sums : memref<64xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %s = arith.addf %acc, %a : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>, affine_map<(d0, d1, d2) -> (d2)>], iterator_types = ["reduction", "reduction", "parallel"]}
+      ins(%dy, %rstd, %dy2, %rstd2 : memref<?x?x64xf32>, memref<?x?xf32>, memref<?x?x64xf32>, memref<?x?xf32>) outs(%dw : memref<64xf32>) {
+  ^bb0(%a: f32, %r: f32, %a2: f32, %r2: f32, %acc: f32):
+    %p = arith.mulf %a, %r : f32
+    %s = arith.addf %acc, %p : f32
+    %p2 = arith.mulf %a2, %r2 : f32
+    %s2 = arith.addf %s, %p2 : f32
+    linalg.yield %s2 : f32
+  }
+  return
+}
+
+// -----
+
 // Tiles beyond the shared-memory budget: one global scratch slice per block.
 
 // CHECK-LABEL: func.func @global_scratch(

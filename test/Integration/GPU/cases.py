@@ -345,6 +345,11 @@ LIBRARIES = [
             derive=moe_grad(4, 2, 128, SWIGLU_ATTR, d=256),
             what="expert_ffn_grad at kimi-tiny's expert width (d = 256, F = 128, "
                  "SwiGLU), E = 4, top-2"),
+    Library("common_grad", "test/Integration/CPU/common-grad-model-sizes.mlir",
+            what="the small layers' gradients at kimi-tiny's sizes (decay gate, "
+                 "L2 norm, RMSNorm, short convolution, embedding, AttnRes mix): "
+                 "host-code kernels of -moe-map-forall-to-gpu, the weight "
+                 "gradients' sums over the tokens as split column reductions"),
     Library("kda_grad", "test/Integration/GPU/Inputs/kda-grad.mlir",
             derive=functions(("kda_grad_bounded", "kda_grad_value_major"),
                              "test/Integration/GPU/Inputs/kda-grad.mlir"),
@@ -747,6 +752,26 @@ def mapped_cases():
             [Input("tokens", (B, T), Integers(0, 300)), Input("table", (300, 48), Uniform(-1, 1))],
             [Check(0, "h", EXACT)],
             lambda ctx, paths: {0: ctx.moe_reference("embedding", paths, [])}))
+        # The table's gradient sums each row's terms in token order, as the
+        # CPU does: equal to it bit for bit. Ids outside [0, 300) add nothing.
+        cases.append(KernelCase(
+            f"mapped/embedding_grad/B{B}_T{T}", "mapped", "embedding_grad",
+            [Input("dh", (B, T, 48), Uniform(-1, 1)),
+             Input("tokens", (B, T), Integers(-3, 303)),
+             Input("table", (300, 48), Uniform(-1, 1))],
+            [Check(0, "dtable", EXACT, fp64_tol=F32)],
+            lambda ctx, paths: {0: ctx.moe_reference(
+                "embedding_grad", [paths[1], paths[2], paths[0]], [])}))
+    # Few ids (every token hits one of 7 rows), a width of 600 (three
+    # columns per thread, the last partly), i64 ids and a dynamic table.
+    cases.append(KernelCase(
+        "mapped/embedding_grad_wide/N5000", "mapped", "embedding_grad_wide",
+        [Input("dh", (5000, 600), Uniform(-1, 1)),
+         Input("ids", (5000,), Integers(0, 7)),
+         Input("table", (7, 600), Uniform(-1, 1))],
+        [Check(0, "dtable", EXACT, fp64_tol=F32)],
+        lambda ctx, paths: {0: ctx.moe_reference(
+            "embedding_grad", [paths[1], paths[2], paths[0]], [])}))
     return cases
 
 
@@ -1224,6 +1249,72 @@ def kda_grad_cases():
     return cases
 
 
+COMMON_GRAD = Tol(rtol=5e-6, why="fp32 gradients of the small layers; the weight "
+                  "gradients sum up to 1,200 tokens in runs of 64, then the runs' "
+                  "partials by a warp, where the CPU sums in token order: on an "
+                  "H200 up to 1.8e-6 from the CPU (the AttnRes query gradient at "
+                  "2 x 600) and 3.9e-7 from fp64; the CPU is up to 1.8e-6 from fp64")
+
+
+def common_grad_reference(ctx, paths):
+    """moe-reference's fp64 gradients of the ops of @all, in its result order
+    (moe_reference passes `out` as the last -o)."""
+    (dg, z, b, a, dq, q, dy, x, w, cw, tokens, table, v1, v2, u) = paths
+    out = lambda name: ctx.scratch(f"ref_{name}.npy")
+    f64 = ["--dtype=f64"]
+    refs = {}
+    names = ["dz", "db", "da"]
+    ctx.moe_reference("decay_gate_grad", [z, b, a, dg], f64 + ["--gate=bounded", "--g-min=-5",
+                      "-o", out("dz"), "-o", out("db")], out=out("da"))
+    names += ["dq"]
+    ctx.moe_reference("l2_norm_grad", [q, dq], f64, out=out("dq"))
+    names += ["rms_dx", "rms_dw"]
+    ctx.moe_reference("rms_norm_grad", [x, w, dy], f64 + ["-o", out("rms_dx")],
+                      out=out("rms_dw"))
+    names += ["conv_dx", "conv_dw"]
+    ctx.moe_reference("short_conv_grad", [x, cw, dy], f64 + ["--silu", "-o", out("conv_dx")],
+                      out=out("conv_dw"))
+    names += ["dtable"]
+    ctx.moe_reference("embedding_grad", [tokens, table, dy], f64, out=out("dtable"))
+    names += ["m0", "m1", "m2", "mu"]
+    ctx.moe_reference("attn_res_mix_grad", [x, v1, v2, u, dy],
+                      f64 + ["-o", out("m0"), "-o", out("m1"), "-o", out("m2")], out=out("mu"))
+    for i, name in enumerate(names):
+        refs[i] = out(name)
+    return refs
+
+
+def common_grad_cases():
+    """The inputs of test/Integration/CPU/common-grad-model-sizes.mlir at its
+    2 x 64 tokens and at 2 x 600 (reductions of 1,200 tokens: split column
+    reductions of 19 runs of 64 tokens per output, the run of tokens 576 to
+    639 stepping from the first sequence into the second)."""
+    cases = []
+    for B, T in ((2, 64), (2, 600)):
+        inputs = [Input("dg", (B, T, 4, 64), Uniform(-1, 1)),
+                  Input("z", (B, T, 4, 64), Uniform(-8, 8)),
+                  Input("b", (4, 64), Uniform(-7, -2)),
+                  Input("a", (4,), Uniform(-0.5, 0.5)),
+                  Input("dq", (B, T, 4, 64), Uniform(-1, 1)),
+                  Input("q", (B, T, 4, 64), Uniform(-1, 1)),
+                  Input("dy", (B, T, 256), Uniform(-1, 1)),
+                  Input("x", (B, T, 256), Uniform(-3, 3)),
+                  Input("w", (256,), Uniform(0.5, 1.5)),
+                  Input("cw", (256, 4), Uniform(-0.5, 0.5)),
+                  Input("tokens", (B, T), Integers(0, 256)),
+                  Input("table", (256, 256), Uniform(-1, 1)),
+                  Input("v1", (B, T, 256), Uniform(-1, 1)),
+                  Input("v2", (B, T, 256), Uniform(-4, 4)),
+                  Input("u", (256,), Uniform(-0.2, 0.2))]
+        names = ["dz", "db", "da", "dq", "rms_dx", "rms_dw", "conv_dx", "conv_dw", "dtable",
+                 "m0", "m1", "m2", "mu"]
+        cases.append(KernelCase(
+            f"common_grad/all/B{B}_T{T}", "common_grad", "all", inputs,
+            [Check(i, name, COMMON_GRAD) for i, name in enumerate(names)],
+            common_grad_reference))
+    return cases
+
+
 # ---------------------------------------------------------------------------
 # Whole models and runtime programs
 # ---------------------------------------------------------------------------
@@ -1345,4 +1436,4 @@ def program_cases():
 def all_cases():
     return (program_cases() + kda_cases() + mla_cases() + moe_cases() + routing_cases()
             + experts_cases() + experts_f32_cases() + gemm_cases() + mapped_cases()
-            + routing_grad_cases() + kda_grad_cases() + model_fn_cases() + model_cases() + train_cases())
+            + routing_grad_cases() + kda_grad_cases() + common_grad_cases() + model_fn_cases() + model_cases() + train_cases())

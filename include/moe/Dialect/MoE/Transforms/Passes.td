@@ -359,6 +359,40 @@ def MoEGenerateAttentionKernels
   ];
 }
 
+def MoEGenerateEmbeddingGradKernels
+    : Pass<"moe-generate-embedding-grad-kernels", "::mlir::ModuleOp"> {
+  let summary = "Generate a GPU kernel for moe.embedding_grad";
+  let description = [{
+    The GPU back end's kernel for the embedding table's gradient
+    (ALGORITHMS.md section 7.2): each `moe.embedding_grad` with an f32
+    gradient and table of static width (at most 2048) becomes one launch of
+    a kernel in the `gpu.module` `moe_embedding_grad_kernels`, between
+    `bufferization.to_buffer` of the operands and `bufferization.to_tensor`
+    of the result. Block `v` (one per table row, 256 threads) walks the
+    tokens 256 at a time: each thread compares one token's id with `v`,
+    each warp's matches become a ballot mask in shared memory, then every
+    thread adds the gradient rows of the matching tokens, in token order,
+    to its columns' sums (registers), and finally stores its columns of row
+    `v`. Each row's sum therefore adds its terms in token order, as the
+    op defines and the CPU back end computes it, bit for bit. Ids outside
+    `[0, vocab)` match no block and add nothing.
+
+    Other ops (a single token, a non-f32 operand, a dynamic or wider table)
+    are left to the generic lowering, a host loop over the tokens, with a
+    remark saying why.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::NVVM::NVVMDialect",
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+}
+
 def MoEGenerateRoutingKernels
     : Pass<"moe-generate-routing-kernels", "::mlir::ModuleOp"> {
   let summary = "Generate GPU kernels for moe.route and its moe.dispatch";
