@@ -285,10 +285,13 @@ private:
   LogicalResult mapHostReduction(IRRewriter &rewriter, linalg::LinalgOp op);
   LogicalResult mapHostColumnReduction(IRRewriter &rewriter,
                                        linalg::LinalgOp op);
-  std::tuple<Value, Value, Value> moveIntoWarpLaunch(IRRewriter &rewriter,
-                                                     linalg::LinalgOp op,
-                                                     Value outputs,
-                                                     StringRef suffix);
+  /// A kernel with one warp per output, holding `op`.
+  struct WarpLaunch {
+    gpu::LaunchOp launch;
+    Value warp, warps, lane;
+  };
+  WarpLaunch moveIntoWarpLaunch(IRRewriter &rewriter, linalg::LinalgOp op,
+                                Value outputs, StringRef suffix);
   int64_t kernels = 0;
 
   LogicalResult mapForall(IRRewriter &rewriter, scf::ForallOp forall);
@@ -634,8 +637,8 @@ LogicalResult MoEMapForallToGPUPass::mapHostOp(IRRewriter &rewriter,
 
 /// A kernel at `op` with one warp per output of `outputs`, enough 256-thread
 /// blocks for one warp each, at most 2^20 of them; `op` moves into it.
-/// Returns the thread's warp, the number of warps and its lane.
-std::tuple<Value, Value, Value>
+/// Returns it with the thread's warp, the number of warps and its lane.
+MoEMapForallToGPUPass::WarpLaunch
 MoEMapForallToGPUPass::moveIntoWarpLaunch(IRRewriter &rewriter,
                                           linalg::LinalgOp op, Value outputs,
                                           StringRef suffix) {
@@ -666,7 +669,7 @@ MoEMapForallToGPUPass::moveIntoWarpLaunch(IRRewriter &rewriter,
   Value warps = arith::MulIOp::create(rewriter, loc, launch.getGridSize().x,
                                       warpsPerBlock);
   Value lane = arith::RemUIOp::create(rewriter, loc, tid, warpSize);
-  return {warp, warps, lane};
+  return {launch, warp, warps, lane};
 }
 
 /// A reduction of the host code -> a kernel with one warp per output
@@ -674,23 +677,10 @@ MoEMapForallToGPUPass::moveIntoWarpLaunch(IRRewriter &rewriter,
 /// output, at most 2^20 of them.
 LogicalResult MoEMapForallToGPUPass::mapHostReduction(IRRewriter &rewriter,
                                                       linalg::LinalgOp op) {
-  Location loc = op.getLoc();
   rewriter.setInsertionPoint(op);
-  Value one = indexConstant(rewriter, loc, 1);
-  Value outputs = one;
-  SmallVector<Range> ranges = op.createLoopRanges(rewriter, loc);
-  for (auto [range, it] : llvm::zip(ranges, op.getIteratorTypesArray()))
-    if (linalg::isParallelIterator(it))
-      outputs = arith::MulIOp::create(
-          rewriter, loc, outputs,
-          tripCount(
-              rewriter, loc,
-              getValueOrCreateConstantIndexOp(rewriter, loc, range.offset),
-              getValueOrCreateConstantIndexOp(rewriter, loc, range.size),
-              getValueOrCreateConstantIndexOp(rewriter, loc, range.stride)));
-  auto [warp, warps, lane] =
-      moveIntoWarpLaunch(rewriter, op, outputs, "_warps");
-  emitWarpReduction(rewriter, op, warp, warps, lane);
+  Value outputs = loopSpaceOf(rewriter, op).outputs;
+  WarpLaunch kernel = moveIntoWarpLaunch(rewriter, op, outputs, "_warps");
+  emitWarpReduction(rewriter, op, kernel.warp, kernel.warps, kernel.lane);
   return success();
 }
 
@@ -728,12 +718,12 @@ MoEMapForallToGPUPass::mapHostColumnReduction(IRRewriter &rewriter,
   }
 
   rewriter.setInsertionPoint(op);
-  auto [warp, warps, lane] =
+  WarpLaunch combine =
       moveIntoWarpLaunch(rewriter, op, space.outputs, "_columns_sum");
-  gpu::LaunchOp combine = op->getParentOfType<gpu::LaunchOp>();
-  emitColumnCombine(rewriter, op, space, split, warp, warps, lane);
+  emitColumnCombine(rewriter, op, space, split, combine.warp, combine.warps,
+                    combine.lane);
 
-  rewriter.setInsertionPointAfter(combine);
+  rewriter.setInsertionPointAfter(combine.launch);
   for (Value buffer : split.partials)
     gpu::DeallocOp::create(rewriter, loc, /*asyncToken=*/Type(), ValueRange(),
                            buffer);
