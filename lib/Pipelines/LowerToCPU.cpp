@@ -82,6 +82,9 @@ void mlir::moe::addMoEToUpstreamPasses(
 
 void mlir::moe::addBufferizationPasses(OpPassManager &pm) {
   pm.addPass(createCanonicalizerPass());
+  // The packed gradient's chain of inserts, which the analysis below takes
+  // minutes to prove in place, is written into its buffer directly.
+  pm.addNestedPass<func::FuncOp>(createMoEBufferInsertChains());
   bufferization::OneShotBufferizePassOptions bufferizeOptions;
   bufferizeOptions.bufferizeFunctionBoundaries = true;
   // Chunk loops carry a state that each iteration computes afresh.

@@ -1,10 +1,10 @@
-// RUN: moe-opt %s --moe-lower-to-cpu | FileCheck %s \
+// RUN: moe-opt %s --moe-lower-to-cpu="outline-kinds=false" | FileCheck %s \
 // RUN:   --implicit-check-not=linalg. --implicit-check-not=tensor. \
 // RUN:   --implicit-check-not=memref. --implicit-check-not=bufferization. \
 // RUN:   --implicit-check-not=scf. --implicit-check-not=cf. \
 // RUN:   --implicit-check-not=math. --implicit-check-not=func.func \
 // RUN:   --implicit-check-not=unrealized_conversion_cast
-// RUN: moe-opt %s --pass-pipeline='builtin.module(moe-lower-to-cpu{emit-c-interface=false})' | FileCheck %s --check-prefix=NOCIFACE
+// RUN: moe-opt %s --pass-pipeline='builtin.module(moe-lower-to-cpu{emit-c-interface=false outline-kinds=false})' | FileCheck %s --check-prefix=NOCIFACE
 // The result is translatable to LLVM IR as a whole.
 // RUN: moe-opt %s --moe-lower-to-cpu | mlir-translate --mlir-to-llvmir | FileCheck %s --check-prefix=LLVMIR
 

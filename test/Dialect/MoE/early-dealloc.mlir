@@ -127,7 +127,7 @@ func.func @opaque_result(%out: memref<f32>) -> memref<8xf32> {
 // CHECK-LABEL: func.func @outlined_kind_calls
 // CHECK:      %[[A:.*]] = memref.alloc
 // CHECK-NEXT: linalg.fill {{.*}} outs(%[[A]]
-// CHECK-NEXT: %[[R:.*]] = call @kind(%[[A]])
+// CHECK-NEXT: %[[R:.*]] = call @kind(%[[A]]) {moe.outlined_kind}
 // CHECK-NEXT: memref.dealloc %[[A]]
 // CHECK-NEXT: memref.copy %[[R]], %[[OUT:.*]] :
 // CHECK-NEXT: memref.dealloc %[[R]]
@@ -144,7 +144,7 @@ func.func @outlined_kind_calls(%out: memref<4xf32>) {
   %f = arith.constant 1.0 : f32
   %a = memref.alloc() : memref<4xf32>
   linalg.fill ins(%f : f32) outs(%a : memref<4xf32>)
-  %r = func.call @kind(%a) : (memref<4xf32>) -> memref<4xf32>
+  %r = func.call @kind(%a) {moe.outlined_kind} : (memref<4xf32>) -> memref<4xf32>
   memref.copy %r, %out : memref<4xf32> to memref<4xf32>
   %b = memref.alloc() : memref<4xf32>
   %s = func.call @other(%b) : (memref<4xf32>) -> memref<4xf32>

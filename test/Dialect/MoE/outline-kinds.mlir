@@ -1,4 +1,4 @@
-// RUN: moe-opt %s --split-input-file --allow-unregistered-dialect --moe-outline-kinds | FileCheck %s
+// RUN: moe-opt %s --split-input-file --allow-unregistered-dialect --moe-outline-kinds=glue=false | FileCheck %s
 
 // Two groups of the same kind share one function; a group of other
 // attributes, or whose results are used otherwise, is another kind. A group
@@ -6,7 +6,7 @@
 // results used outside become the function's results, in op order.
 // CHECK-LABEL: func.func @same_kind
 // CHECK-SAME:    (%[[X:.*]]: tensor<?x?x64xf32>, %[[Y:.*]]: tensor<?x?x64xf32>, %[[W:.*]]: tensor<64xf32>)
-// CHECK:         %[[A:.*]]:2 = call @__moe_kind_l2_norm_rms_norm(%[[X]], %[[W]])
+// CHECK:         %[[A:.*]]:2 = call @__moe_kind_l2_norm_rms_norm(%[[X]], %[[W]]) {moe.outlined_kind}
 // CHECK:         %[[S:.*]] = arith.addf %[[A]]#0, %[[A]]#1
 // CHECK:         %[[B:.*]]:2 = call @__moe_kind_l2_norm_rms_norm(%[[Y]], %[[W]])
 // CHECK:         %[[T:.*]] = arith.addf %[[B]]#0, %[[B]]#1

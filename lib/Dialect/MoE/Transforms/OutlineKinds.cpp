@@ -14,10 +14,15 @@
 #include "moe/Dialect/MoE/Transforms/OutlinedKinds.h"
 #include "moe/Dialect/MoE/Transforms/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringMap.h"
@@ -37,6 +42,7 @@ namespace {
 
 struct MoEOutlineKindsPass
     : public moe::impl::MoEOutlineKindsBase<MoEOutlineKindsPass> {
+  using Base::Base;
   void runOnOperation() override;
 
 private:
@@ -74,6 +80,51 @@ bool isOutlinable(Operation *op) {
     return false;
   return llvm::all_of(op->getResultTypes(),
                       [](Type type) { return isa<RankedTensorType>(type); });
+}
+
+/// A producer whose op the functions copy instead of taking its value as an
+/// argument: a constant, a fresh tensor (its contents are undefined, so a
+/// copy is the same tensor) or a fill of one.
+bool isCopiedIn(Operation *producer) {
+  if (!producer)
+    return false;
+  if (producer->hasTrait<OpTrait::ConstantLike>() ||
+      isa<tensor::EmptyOp>(producer))
+    return true;
+  auto fill = dyn_cast<linalg::FillOp>(producer);
+  return fill && fill.hasPureTensorSemantics() &&
+         fill.getOutputs().front().getDefiningOp<tensor::EmptyOp>();
+}
+
+/// An op of the glue between the layer ops that is outlined alone (with
+/// the `glue` option): a linalg.generic on tensors whose outputs are fresh
+/// (so that its function writes nothing it is given), or an element-wise
+/// arith or math op on whole tensors.
+bool isOutlinableGlue(Operation *op) {
+  auto isTensor = [](Type type) { return isa<RankedTensorType>(type); };
+  if (op->getNumResults() == 0 || !llvm::all_of(op->getResultTypes(), isTensor))
+    return false;
+  if (auto generic = dyn_cast<linalg::GenericOp>(op))
+    return generic.hasPureTensorSemantics() &&
+           llvm::all_of(generic.getOutputs(), [](Value output) {
+             return isCopiedIn(output.getDefiningOp());
+           });
+  if (!isa_and_nonnull<arith::ArithDialect, math::MathDialect>(
+          op->getDialect()))
+    return false;
+  return op->getNumRegions() == 0 && isMemoryEffectFree(op) &&
+         !op->hasTrait<OpTrait::ConstantLike>() &&
+         llvm::all_of(op->getOperandTypes(), isTensor);
+}
+
+/// What `op` reads: its operands, then the values its regions use from
+/// above.
+SmallVector<Value> readValues(Operation *op) {
+  SmallVector<Value> values(op->getOperands());
+  llvm::SetVector<Value> above;
+  getUsedValuesDefinedAbove(op->getRegions(), above);
+  values.append(above.begin(), above.end());
+  return values;
 }
 } // namespace
 
@@ -160,6 +211,14 @@ void MoEOutlineKindsPass::outlineBlock(Block &block) {
     for (Operation *op : group)
       (void)outlineGroup({op});
   }
+  if (!glue)
+    return;
+  SmallVector<Operation *> glueOps;
+  for (Operation &op : block)
+    if (isOutlinableGlue(&op))
+      glueOps.push_back(&op);
+  for (Operation *op : glueOps)
+    (void)outlineGroup({op});
 }
 
 bool MoEOutlineKindsPass::outlineGroup(ArrayRef<Operation *> group) {
@@ -168,17 +227,23 @@ bool MoEOutlineKindsPass::outlineGroup(ArrayRef<Operation *> group) {
   Block *block = last->getBlock();
   llvm::SetVector<Value> inputs;
   SmallVector<Value> outputs;
-  for (Operation *op : group) {
-    for (Value operand : op->getOperands()) {
-      Operation *producer = operand.getDefiningOp();
-      if (producer && members.contains(producer))
-        continue;
-      // Constants are copied into the function (the analyses and the
-      // lowering see them as before); everything else is an argument.
-      if (producer && producer->hasTrait<OpTrait::ConstantLike>())
-        continue;
-      inputs.insert(operand);
+  // Constants and fresh tensors are copied into the function (the analyses
+  // and the lowering see them as before), with what they read; everything
+  // else is an argument.
+  std::function<void(Value)> addInput = [&](Value value) {
+    Operation *producer = value.getDefiningOp();
+    if (producer && members.contains(producer))
+      return;
+    if (!isCopiedIn(producer)) {
+      inputs.insert(value);
+      return;
     }
+    for (Value read : readValues(producer))
+      addInput(read);
+  };
+  for (Operation *op : group) {
+    for (Value read : readValues(op))
+      addInput(read);
     for (Value result : op->getResults()) {
       bool usedOutside = false;
       for (Operation *user : result.getUsers()) {
@@ -199,6 +264,7 @@ bool MoEOutlineKindsPass::outlineGroup(ArrayRef<Operation *> group) {
   builder.setInsertionPointAfter(last);
   auto call = func::CallOp::create(builder, group.front()->getLoc(), callee,
                                    inputs.getArrayRef());
+  call->setAttr(kOutlinedKindAttrName, builder.getUnitAttr());
   for (auto [output, replacement] : llvm::zip(outputs, call.getResults())) {
     output.replaceAllUsesWith(replacement);
     auto bound = decayBounds.find(output);
@@ -230,13 +296,17 @@ func::FuncOp MoEOutlineKindsPass::functionFor(ArrayRef<Operation *> group,
   IRMapping mapping;
   for (auto [input, argument] : llvm::zip(inputs, entry->getArguments()))
     mapping.map(input, argument);
+  std::function<void(Value)> copyIn = [&](Value value) {
+    Operation *producer = value.getDefiningOp();
+    if (mapping.contains(value) || !isCopiedIn(producer))
+      return;
+    for (Value read : readValues(producer))
+      copyIn(read);
+    builder.clone(*producer, mapping);
+  };
   for (Operation *op : group) {
-    for (Value operand : op->getOperands()) {
-      Operation *producer = operand.getDefiningOp();
-      if (!mapping.contains(operand) && producer &&
-          producer->hasTrait<OpTrait::ConstantLike>())
-        builder.clone(*producer, mapping);
-    }
+    for (Value read : readValues(op))
+      copyIn(read);
     builder.clone(*op, mapping);
   }
   SmallVector<Value> returned;

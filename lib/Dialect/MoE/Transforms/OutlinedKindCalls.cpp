@@ -12,18 +12,16 @@
 #include "mlir/Dialect/Bufferization/IR/BufferViewFlowOpInterface.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
-#include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 using namespace mlir;
 
 bool mlir::moe::isOutlinedKindCall(Operation *op) {
-  auto call = dyn_cast<func::CallOp>(op);
-  if (!call)
-    return false;
-  auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
-      call, call.getCalleeAttr());
-  return callee && callee->hasAttr(kOutlinedKindAttrName);
+  // The mark on the call, not a lookup of its callee: the deallocation
+  // passes ask this of every call many times, and a symbol lookup walks the
+  // module's top level (kimi-tiny's buffer-deallocation-simplification
+  // spent most of its 11 s in them).
+  return isa<func::CallOp>(op) && op->hasAttr(kOutlinedKindAttrName);
 }
 
 namespace {

@@ -21,11 +21,13 @@ class Operation;
 
 namespace mlir::moe {
 
-/// The unit attribute on every function of -moe-outline-kinds.
+/// The unit attribute on every function of -moe-outline-kinds and on every
+/// call of one that the pass creates.
 inline constexpr llvm::StringLiteral kOutlinedKindAttrName =
     "moe.outlined_kind";
 
-/// Whether `op` is a `func.call` of a function of -moe-outline-kinds.
+/// Whether `op` is a `func.call` of a function of -moe-outline-kinds (one
+/// that carries the pass's mark).
 bool isOutlinedKindCall(Operation *op);
 
 /// Attaches the buffer view flow model of `func.call` (results of a call of
