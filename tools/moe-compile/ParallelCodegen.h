@@ -1,5 +1,4 @@
-//===- ParallelCodegen.h - Host code optimised and compiled in parts
-//-------===//
+//===- ParallelCodegen.h - Host code compiled in parts ---------*- C++ -*-===//
 //
 // Part of the moe-mlir project.
 //
@@ -9,7 +8,8 @@
 // quarters of a CPU compile. Here the module is cut at function boundaries
 // into parts of about equal size, each part is optimised and compiled on its
 // own thread in its own LLVMContext, and the parts' objects are linked into
-// one relocatable object.
+// one relocatable object. (llvm::SplitModule assigns functions by a hash of
+// their names, which left one part with most of the work.)
 //
 //===----------------------------------------------------------------------===//
 
