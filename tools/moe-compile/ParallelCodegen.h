@@ -8,8 +8,8 @@
 // quarters of a CPU compile. Here the module is cut at function boundaries
 // into parts of about equal size, each part is optimised and compiled on its
 // own thread in its own LLVMContext, and the parts' objects are linked into
-// one relocatable object. (llvm::SplitModule assigns functions by a hash of
-// their names, which left one part with most of the work.)
+// one relocatable object. (llvm::SplitModule, without locals kept, assigns
+// functions by a hash of their names, not by their size.)
 //
 //===----------------------------------------------------------------------===//
 
