@@ -48,8 +48,13 @@ void mlir::moe::buildLowerToNVVMPipeline(OpPassManager &pm,
         expertOptions.blockCols = options.expertBlockCols;
         expertOptions.matmulPrecision = options.matmulPrecision;
         nested.addPass(createMoEGenerateExpertKernels(expertOptions));
-        // The MoE gradients with each expert's rows split over enough
-        // blocks to fill the GPU (one block per expert leaves most SMs idle).
+        MoEGenerateExpertGradKernelsOptions expertGradOptions;
+        expertGradOptions.stages = options.expertStages;
+        expertGradOptions.matmulPrecision = options.matmulPrecision;
+        nested.addPass(createMoEGenerateExpertGradKernels(expertGradOptions));
+        // The MoE gradients the generators left, with each expert's rows
+        // split over enough blocks to fill the GPU (one block per expert
+        // leaves most SMs idle).
         MoELowerRoutingGradOptions gradOptions;
         gradOptions.expertBlocks = options.expertGradBlocks;
         nested.addPass(createMoELowerRoutingGrad(gradOptions));

@@ -26,6 +26,7 @@
 
 #include "moe/Dialect/MoE/Transforms/Passes.h"
 #include "moe/Dialect/MoE/Utils/TensorBuilder.h"
+#include "moe/GPU/BF16Conversion.h"
 #include "moe/GPU/DeviceEmitter.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -69,8 +70,6 @@ struct Pipeline {
 };
 /// Threads of the combine kernel (eight elements per thread and step).
 constexpr int64_t kCombineThreads = 256;
-/// Threads of the f32 -> bf16 conversion kernel (eight elements each).
-constexpr int64_t kConvertThreads = 256;
 
 /// The two GEMMs of an expert FFN.
 enum class GemmKind {
@@ -92,10 +91,14 @@ struct RowTile {
 class ExpertKernelBuilder {
 public:
   ExpertKernelBuilder(gpu::GPUModuleOp module, Pipeline pipeline)
-      : module(module), pipeline(pipeline) {}
+      : module(module), pipeline(pipeline),
+        converter(module, "expert_to_bf16",
+                  [this](StringRef stem) { return uniqueName(stem); }) {}
 
   gpu::GPUModuleOp module;
   Pipeline pipeline;
+  /// The f32 operands' rounding (matmul-precision=bf16).
+  BF16Converter converter;
 
   /// The table of row tiles of a grouped GEMM over `experts` groups:
   /// tileGroup/tileRow [maxTiles] i32, unused tiles marked -1.
@@ -106,8 +109,6 @@ public:
   gpu::GPUFuncOp gemmKernel(Location loc, TypeRange argTypes, GemmKind kind,
                             bool grouped, int64_t reduction, int64_t width,
                             ActivationAttr activation);
-  /// dst[i] = bf16(src[i]) for i < 8 * count (round to nearest even).
-  gpu::GPUFuncOp convertKernel(Location loc, TypeRange argTypes);
   /// The inverse of a dispatch's source_slot: rowOf[source_slot[m]] = m.
   gpu::GPUFuncOp inverseKernel(Location loc, TypeRange argTypes);
   /// result[n] = sum_i weights[n, i] expert_output[rowOf[n k + i]].
@@ -482,37 +483,6 @@ gpu::GPUFuncOp ExpertKernelBuilder::inverseKernel(Location loc,
   return func;
 }
 
-gpu::GPUFuncOp ExpertKernelBuilder::convertKernel(Location loc,
-                                                  TypeRange argTypes) {
-  std::string key = keyOf("expert_to_bf16", argTypes, {});
-  if (gpu::GPUFuncOp known = built.lookup(key))
-    return known;
-  gpu::GPUFuncOp func = createKernel(module, loc, uniqueName("expert_to_bf16"),
-                                     argTypes, kConvertThreads);
-  ImplicitLocOpBuilder b =
-      ImplicitLocOpBuilder::atBlockBegin(loc, &func.getBody().front());
-  DeviceEmitter e(b);
-  // Arguments: src [n] f32, dst [n] bf16, n / 8.
-  Value src = func.getArgument(0), dst = func.getArgument(1),
-        count = func.getArgument(2);
-  Value i = e.add(
-      e.mul(gpu::BlockIdOp::create(b, gpu::Dimension::x), kConvertThreads),
-      gpu::ThreadIdOp::create(b, gpu::Dimension::x));
-  e.ifThen(e.ult(i, count), [&] {
-    Value at = e.mul(i, 8);
-    Value v = vector::LoadOp::create(
-        b, VectorType::get({8}, b.getF32Type()), src, ValueRange{at},
-        /*nontemporal=*/false, llvm::MaybeAlign(16));
-    Value rounded =
-        arith::TruncFOp::create(b, VectorType::get({8}, b.getBF16Type()), v);
-    vector::StoreOp::create(b, rounded, dst, ValueRange{at},
-                            /*nontemporal=*/false, llvm::MaybeAlign(16));
-  });
-  gpu::ReturnOp::create(b);
-  built[key] = func;
-  return func;
-}
-
 gpu::GPUFuncOp ExpertKernelBuilder::combineKernel(Location loc,
                                                   TypeRange argTypes,
                                                   int64_t topK, int64_t width) {
@@ -695,58 +665,6 @@ static GLUFFNOp flattenRows(GLUFFNOp glu) {
   return flatFFN;
 }
 
-/// Launches the conversion kernel: `elements` (a multiple of 8) f32 of the
-/// identity-layout `src` rounded to bf16 into the flat device buffer `dst`.
-static void launchConvert(ImplicitLocOpBuilder &b, ExpertKernelBuilder &kernels,
-                          Value src, Value dst, Value elements) {
-  DeviceEmitter e(b);
-  auto srcType = cast<MemRefType>(src.getType());
-  if (srcType.getRank() != 1) {
-    ReassociationIndices all =
-        llvm::to_vector(llvm::seq<int64_t>(0, srcType.getRank()));
-    src = memref::CollapseShapeOp::create(b, src,
-                                          ArrayRef<ReassociationIndices>{all});
-  }
-  auto dynamicType = MemRefType::get({ShapedType::kDynamic}, b.getF32Type());
-  if (src.getType() != dynamicType)
-    src = memref::CastOp::create(b, dynamicType, src);
-  Value count = e.div(elements, 8);
-  SmallVector<Value> args = {src, dst, count};
-  gpu::GPUFuncOp convert =
-      kernels.convertKernel(b.getLoc(), ValueRange(args).getTypes());
-  Value one = e.idx(1);
-  gpu::LaunchFuncOp::create(
-      b, convert,
-      gpu::KernelDim3{e.div(e.add(count, kConvertThreads - 1), kConvertThreads),
-                      one, one},
-      gpu::KernelDim3{e.idx(kConvertThreads), one, one}, Value(), args);
-}
-
-/// The weights `tensor` (static shape) as a bf16 buffer of their shape: in
-/// place when bf16, else rounded by the conversion kernel into a device
-/// buffer (all experts, once per op).
-static Value weightsAsBF16(ImplicitLocOpBuilder &b,
-                           ExpertKernelBuilder &kernels, Value tensor) {
-  Value mem = readOnlyBuffer(b, tensor);
-  auto type = cast<RankedTensorType>(tensor.getType());
-  if (type.getElementType().isBF16())
-    return mem;
-  DeviceEmitter e(b);
-  Value elements = e.idx(type.getNumElements());
-  Value flat = allocateDeviceBuffers(b, {{elements, b.getBF16Type()}}).front();
-  launchConvert(b, kernels, mem, flat, elements);
-  auto bf16Type = MemRefType::get(type.getShape(), b.getBF16Type());
-  SmallVector<OpFoldResult> sizes, strides;
-  int64_t stride = 1;
-  for (int64_t dim : llvm::reverse(type.getShape())) {
-    sizes.insert(sizes.begin(), b.getIndexAttr(dim));
-    strides.insert(strides.begin(), b.getIndexAttr(stride));
-    stride *= dim;
-  }
-  return memref::ReinterpretCastOp::create(
-      b, bf16Type, flat, OpFoldResult(b.getIndexAttr(0)), sizes, strides);
-}
-
 /// Launches the GEMMs of `op` (expert_ffn or glu_ffn) writing into `out`
 /// ([rows, d] memref of the op's type). f32 operands are rounded to bf16
 /// first (matmul-precision=bf16; the weights before the row check, the
@@ -757,9 +675,9 @@ static void launchFFN(ImplicitLocOpBuilder &b, ExpertKernelBuilder &kernels,
   DeviceEmitter e(b);
   Type i32 = b.getI32Type(), bf16 = b.getBF16Type();
   Value input = readOnlyBuffer(b, ffn.input);
-  Value wg = weightsAsBF16(b, kernels, ffn.wGate),
-        wu = weightsAsBF16(b, kernels, ffn.wUp),
-        wd = weightsAsBF16(b, kernels, ffn.wDown);
+  Value wg = kernels.converter.staticAsBF16(b, ffn.wGate),
+        wu = kernels.converter.staticAsBF16(b, ffn.wUp),
+        wd = kernels.converter.staticAsBF16(b, ffn.wDown);
   auto wgType = cast<RankedTensorType>(ffn.wGate.getType());
   int64_t d = cast<RankedTensorType>(ffn.input.getType()).getDimSize(1);
   int64_t width = wgType.getShape().back();
@@ -821,7 +739,7 @@ static void launchFFN(ImplicitLocOpBuilder &b, ExpertKernelBuilder &kernels,
   // The grid is empty without rows.
   e.ifThen(e.ult(e.idx(0), rows), [&] {
     if (convertInput)
-      launchConvert(b, kernels, input, inputBF16, e.mul(rows, d));
+      kernels.converter.launch(b, input, inputBF16, e.mul(rows, d));
     launch(GemmKind::GateUp, x, {wg, wu}, hidden, d, width,
            width / (kernels.pipeline.cols / 2));
     Value flatOut = memref::CollapseShapeOp::create(

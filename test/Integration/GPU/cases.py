@@ -343,8 +343,21 @@ LIBRARIES = [
                  "E = 16, top-2, F = 16)"),
     Library("moe_grad_d256", "test/Integration/CPU/Inputs/moe-grad.mlir",
             derive=moe_grad(4, 2, 128, SWIGLU_ATTR, d=256),
+            modules=["moe_expert_grad_kernels"],
             what="expert_ffn_grad at kimi-tiny's expert width (d = 256, F = 128, "
-                 "SwiGLU), E = 4, top-2"),
+                 "SwiGLU), E = 4, top-2: the tensor-core kernels of "
+                 "-moe-generate-expert-grad-kernels"),
+    Library("moe_grad_tc", "test/Integration/CPU/Inputs/moe-grad.mlir",
+            derive=moe_grad(16, 4, 128, SWIGLU_ATTR, d=256),
+            modules=["moe_expert_grad_kernels"],
+            what="expert_ffn_grad at kimi-tiny's shapes (d = 256, E = 16, top-4, "
+                 "F = 128, SwiGLU): tensor-core grouped GEMMs, the weight "
+                 "gradients split over each expert's rows"),
+    Library("moe_grad_tc_situ", "test/Integration/CPU/Inputs/moe-grad.mlir",
+            derive=moe_grad(8, 2, 64, SITU_ATTR, d=128),
+            modules=["moe_expert_grad_kernels"],
+            what="expert_ffn_grad with SiTU-GLU at d = 128, F = 64 (64-column "
+                 "tiles, a weight-gradient tile taller than F), E = 8, top-2"),
     Library("common_grad", "test/Integration/CPU/common-grad-model-sizes.mlir",
             what="the small layers' gradients at kimi-tiny's sizes (decay gate, "
                  "L2 norm, RMSNorm, short convolution, embedding, AttnRes mix): "
@@ -1032,6 +1045,12 @@ EXPERT_GRAD = Tol(rtol=5e-6, why="expert_ffn_grad in fp32 on CUDA cores (tile "
                   "(the worst dw_gate at N = 2000, 500 rows per expert); an H200 "
                   "gave 4e-8 to 8.2e-7 from the CPU and 7e-8 to 4.4e-7 from fp64; "
                   "5e-6 leaves 6x")
+EXPERT_GRAD_TC = Tol(rtol=5e-3, why="expert_ffn_grad on bf16 tensor cores "
+                     "(-moe-generate-expert-grad-kernels): x, dy and the weights "
+                     "rounded to bf16, dh in fp32, h, da and du rounded to bf16 "
+                     "before the GEMMs that read them, fp32 accumulation. An "
+                     "H200 gave 1.2e-3 to 2.5e-3 from fp64 (and the same from "
+                     "the CPU) on these cases; 5e-3 leaves 2x")
 ROUTING_GRAD = Tol(rtol=1e-6, why="dispatch_grad sums a token's k slot rows "
                    "(bf16-exact inputs: exact in fp32 but for an occasional last "
                    "bit), combine_grad's dyp is one product per element and its "
@@ -1148,10 +1167,27 @@ def routing_grad_cases():
     cases.append(KernelCase(
         "moe_grad_d256/expert_grad/N150_E3", "moe_grad_d256", "expert_grad",
         expert_grad_inputs(150, 4, 2, 128, TopIndices(3), d=256, w=0.11),
-        expert_grad_checks(EXPERT_GRAD), expert_grad_reference(4, swiglu),
-        note="kimi-tiny's expert width (d = 256, F = 128: the tiles and partial "
-             "weight gradients too large for shared memory), 4 experts (to keep "
-             "the suite small), top-2 of the first 3: expert 3 empty"))
+        expert_grad_checks(EXPERT_GRAD_TC), expert_grad_reference(4, swiglu),
+        note="kimi-tiny's expert width (d = 256, F = 128), 4 experts, top-2 of "
+             "the first 3: expert 3 empty (zero weight gradients)"))
+    for N, indices, label in ((0, Integers(0, 16), "N0"),
+                              (1, TopIndices(16), "N1"),
+                              (300, TopIndices(11), "N300_E11"),
+                              (2048, TopIndices(16), "N2048")):
+        cases.append(KernelCase(
+            f"moe_grad_tc/expert_grad/{label}", "moe_grad_tc", "expert_grad",
+            expert_grad_inputs(N, 16, 4, 128, indices, d=256, w=0.11),
+            expert_grad_checks(EXPERT_GRAD_TC), expert_grad_reference(16, swiglu),
+            note=f"{N} tokens, top-4 of 16 experts, d = 256, F = 128"
+                 + indices_note(indices, 16)))
+    for N, label, x, w in ((700, "N700", 1.0, 0.15), (300, "N300_caps", 2.0, 3.0)):
+        cases.append(KernelCase(
+            f"moe_grad_tc_situ/expert_grad/{label}", "moe_grad_tc_situ", "expert_grad",
+            expert_grad_inputs(N, 8, 2, 64, TopIndices(8), d=128, x=x, w=w),
+            expert_grad_checks(EXPERT_GRAD_TC), expert_grad_reference(8, SITU),
+            note="SiTU-GLU (gate_beta 4, up_beta 25), top-2 of 8, d = 128, F = 64"
+                 + ("; x in +-2, gate/up weights in +-3: SiTU saturates and the "
+                    "up cap bends" if w > 1 else "")))
     for N, indices, label in ((1, TopIndices(16), "N1"),
                               (300, Integers(0, 12), "N300_repeats_E12")):
         cases.append(KernelCase(

@@ -549,6 +549,83 @@ def MoEGenerateExpertKernels
   ];
 }
 
+def MoEGenerateExpertGradKernels
+    : Pass<"moe-generate-expert-grad-kernels", "::mlir::ModuleOp"> {
+  let summary = "Generate tensor-core grouped-GEMM GPU kernels for the "
+                "expert FFN's gradient";
+  let description = [{
+    The GPU back end's kernel generator for `moe.expert_ffn_grad`
+    (ALGORITHMS.md sections 6 and 7.1). Kernels go to the `gpu.module`
+    `moe_expert_grad_kernels`, between `bufferization.to_buffer` of the
+    operands and `bufferization.to_tensor` of the results. For each expert
+    `j` and its rows (`o = expert_offsets`):
+
+    1. `dh = dy Wd[j]^T` (fp32, `[M, F]`);
+    2. `a, u = x Wg[j], x Wu[j]` with the activation's adjoint in the
+       epilogue: `h = act(a, u)`, `da = dh dact/da`, `du = dh dact/du`
+       (SwiGLU or SiTU-GLU, fp32), stored as bf16 `h [M, F]` and
+       `[da | du] [M, 2F]`;
+    3. `input_grad = [da | du] [Wg[j] | Wu[j]]^T`, in the op's type;
+    4. `w_down_grad[j] = h^T dy` and 5. `[w_gate_grad[j] | w_up_grad[j]] =
+       x^T [da | du]`: each expert's rows are split into `splits` runs of
+       whole reduction steps, with `splits` the smallest count that gives
+       at least `split-blocks` blocks over all experts (at most 64); each
+       run writes an fp32 partial, and
+    6. one kernel sums the partials in split order into the results. No
+       atomics: every run of the same inputs gives the same bits.
+
+    Steps 1 to 3 run one block per 128-row tile of one expert; a tile finds
+    its expert by scanning the offsets (no schedule kernel). An expert
+    without rows gets zero weight gradients; without any rows only the
+    weight-gradient kernels run (on empty runs, reading nothing).
+
+    GEMM blocks are 128 rows by 128 (or 64) columns, four warps, `mma.sync`
+    m16n8k16 with bf16 operands and fp32 accumulators, fed by 16-byte
+    `cp.async.cg` copies into `stages` XOR-swizzled shared-memory buffers
+    of 32 reduction elements; the weight gradients read both operands
+    reduction-major (`ldmatrix.trans` for A) and zero-fill the rows past a
+    run's end.
+
+    Precision (`matmul-precision`): under `bf16` (the default) f32 `input`,
+    `result_grad` and weights are rounded to bf16 by a conversion kernel;
+    `dh` stays fp32 and `h`, `da`, `du` are rounded to bf16 as the next
+    GEMMs' operands. Under `exact` only ops whose operands are bf16 are
+    taken. Handled: `[M, d]` rows (M dynamic), static weights, a hidden
+    size that is a multiple of 128 and an expert width that is a multiple
+    of 64. Other ops are left to `-moe-lower-routing-grad` with a remark
+    that says why.
+  }];
+  let options = [
+    Option<"stages", "stages", "int64_t", "4",
+           "Shared-memory stages of the GEMMs (3 to 6), filled stages - 2 "
+           "steps ahead of use">,
+    Option<"splitBlocks", "split-blocks", "int64_t", "264",
+           "Blocks the weight-gradient GEMMs aim for over all experts: each "
+           "expert's rows are split until (experts x splits x tiles) reaches "
+           "it">,
+    Option<"matmulPrecision", "matmul-precision", "std::string", "\"bf16\"",
+           "Precision policy of the GEMMs: bf16 (f32 operands rounded to "
+           "bf16, fp32 accumulation, results in the op's type) or exact "
+           "(only ops whose operands are already bf16)">
+  ];
+  let statistics = [
+    Statistic<"numGenerated", "num-generated",
+              "Number of moe.expert_ffn_grad ops replaced by GPU kernels">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::NVVM::NVVMDialect",
+    "::mlir::nvgpu::NVGPUDialect",
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect"
+  ];
+}
+
 def MoETileAttention : Pass<"moe-tile-attention"> {
   let summary = "Tile moe.mla_attention and its adjoint into flash-attention";
   let description = [{
