@@ -3,10 +3,14 @@
 // RUN: moe-opt %s --moe-tile-linear-attention="chunk-size=8 sub-chunk-size=4 test-force-dense=true" --split-input-file 2>&1 | FileCheck %s --check-prefix=FORCED
 
 // The backward of -moe-tile-linear-attention (moe.kda_grad, ALGORITHMS.md
-// section 1.7): per (batch, head) a forward sweep over the chunks that
-// stores each chunk's incoming state, then a reverse sweep that recomputes
-// the chunk (with the forward's diagonal paths) and carries the state
-// adjoint. The diagonal path is decided exactly as for moe.kda.
+// section 1.7) in three stages: every chunk on its own from a zero state
+// (the WY factors, the decayed keys and queries, Aqk and the chunk's decay);
+// per (batch, head, value tile) a sequential forward sweep over the chunk
+// states that stores each chunk's incoming state, then a reverse sweep that
+// stores each chunk's outgoing state adjoint; and every chunk again, from
+// its stored state and with its state adjoint, for the gradients. Only the
+// middle stage is sequential, and it carries states, not chunks. The
+// diagonal path is decided exactly as for moe.kda.
 
 // A bounded gate: the diagonal tiles are proven safe, so both the recompute
 // and the backward pairwise terms are dense: no guard, no per-position
@@ -14,21 +18,26 @@
 
 // CHECK-LABEL: func.func @bounded
 // CHECK: moe.decay_gate
-// CHECK: scf.forall (%[[B:.*]], %[[H:.*]]) in (%{{.*}}, 2) shared_outs({{.*}}) -> (tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2xf32>, tensor<?x2x8x4xf32>)
-// The forward sweep stores the incoming state of every chunk.
-// CHECK: scf.for %[[C:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}, %[[STARTS:.*]] = %{{.*}}) -> (tensor<8x4xf32>, tensor<?x8x4xf32>)
-// CHECK: tensor.insert_slice %{{.*}} into %[[STARTS]][%[[C]], 0, 0] [1, 8, 4] [1, 1, 1] : tensor<8x4xf32> into tensor<?x8x4xf32>
-// CHECK: scf.for %{{.*}} iter_args(%{{.*}}) -> (tensor<8x8xf32>)
-// The reverse sweep: chunk N - 1 - i, its stored state, the state adjoint
-// and the per-head gradients.
-// CHECK: scf.for %[[I:.*]] = %{{.*}} to %[[N:.*]] step %{{.*}} iter_args(%{{.*}}) -> (tensor<8x4xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x8xf32>, tensor<?xf32>)
-// CHECK: %[[LAST:.*]] = arith.subi %[[N]], %{{.*}} : index
-// CHECK: %[[RC:.*]] = arith.subi %[[LAST]], %[[I]] : index
-// CHECK: tensor.extract_slice %{{.*}}[%[[RC]], 0, 0] [1, 8, 4] [1, 1, 1] : tensor<?x8x4xf32> to tensor<8x4xf32>
+// CHECK: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}}, 2, %[[N:[0-9a-z_]+]]) shared_outs({{.*}}) -> (tensor<?x?x2x8xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>)
 // CHECK-NOT: scf.if
-// CHECK: scf.yield %{{.*}} : tensor<8x4xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x8xf32>, tensor<?xf32>
 // CHECK: scf.forall.in_parallel
 // CHECK-COUNT-6: tensor.parallel_insert_slice
+// The sweeps: one value tile of 4 columns (V = 4).
+// CHECK: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}}, 2, 1) shared_outs({{.*}}) -> (tensor<?x2x?x8x4xf32>, tensor<?x2x?x8x4xf32>, tensor<?x2x8x4xf32>)
+// CHECK: scf.for %[[C:[0-9a-z_]+]] = %{{.*}} to %[[N]] step %{{.*}} iter_args(%{{.*}} = %{{.*}}, %[[STARTS:[0-9a-z_]+]] = %{{.*}}) -> (tensor<8x4xf32>, tensor<?x8x4xf32>)
+// CHECK: tensor.insert_slice %{{.*}} into %[[STARTS]][%[[C]], 0, 0] [1, 8, 4] [1, 1, 1] : tensor<8x4xf32> into tensor<?x8x4xf32>
+// CHECK: scf.for %[[I:[0-9a-z_]+]] = %{{.*}} to %[[N]] step %{{.*}} iter_args(%{{.*}} = %{{.*}}, %[[ENDS:[0-9a-z_]+]] = %{{.*}}) -> (tensor<8x4xf32>, tensor<?x8x4xf32>)
+// CHECK: %[[LAST:.*]] = arith.subi %[[N]], %{{.*}} : index
+// CHECK: %[[RC:.*]] = arith.subi %[[LAST]], %[[I]] : index
+// CHECK: tensor.insert_slice %{{.*}} into %[[ENDS]][%[[RC]], 0, 0] [1, 8, 4] [1, 1, 1] : tensor<8x4xf32> into tensor<?x8x4xf32>
+// CHECK-NOT: scf.for
+// CHECK: scf.forall.in_parallel
+// CHECK-COUNT-3: tensor.parallel_insert_slice
+// The gradients, chunk-parallel again.
+// CHECK: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}}, 2, %[[N]]) shared_outs({{.*}}) -> (tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2xf32>)
+// CHECK-NOT: scf.if
+// CHECK: scf.forall.in_parallel
+// CHECK-COUNT-5: tensor.parallel_insert_slice
 // CHECK: return
 
 // NOGUARD: remark: kda_grad tiled with chunk 8, sub-chunk 4: dense diagonal tiles, proven safe (bound -5.00, mid reference over 4 rows: exponent 10.00 vs limit 87.34 for f32, margin 77.34)
@@ -53,16 +62,18 @@ func.func @bounded(%q: tensor<?x?x2x8xf32>, %k: tensor<?x?x2x8xf32>, %v: tensor<
 // -----
 
 // A log decay of unknown origin is never proven: each diagonal tile of the
-// reverse sweep is guarded once, and the one verdict picks both the
+// gradient stage is guarded once, and the one verdict picks both the
 // recomputed forward tile (Aqk, KK) and its backward pairwise terms (dQ, dK
 // of the row side, dK of the column side), dense or per position.
 
 // CHECK-LABEL: func.func @guarded
-// CHECK: scf.for
+// The recomputed chunks are guarded, the sweeps have no diagonal tiles.
+// CHECK: scf.forall
 // CHECK: scf.if
-// CHECK: scf.for
-// The reverse sweep.
-// CHECK: scf.for
+// CHECK: scf.forall
+// CHECK-NOT: scf.if
+// The gradient stage.
+// CHECK: scf.forall
 // CHECK: %[[SAFE:.*]] = arith.cmpf ole, %{{.*}}, %{{.*}} : f32
 // CHECK: scf.if %[[SAFE]] -> (tensor<4x4xf32>, tensor<4x4xf32>)
 // CHECK: scf.if %[[SAFE]] -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>)

@@ -3,15 +3,17 @@
 // Part of the moe-mlir project.
 //
 // The backward half of -moe-tile-linear-attention: lowers `moe.kda_grad`
-// into the chunked backward of ALGORITHMS.md section 1.7. Per (batch, head)
-// a forward sweep over the chunks stores the state at each chunk start; a
-// reverse sweep recomputes each chunk's forward quantities from its stored
-// state (the same tiles, with the same diagonal paths and run-time guards
-// as the forward), then propagates the output and state adjoints through
-// them. The pairwise decay terms of the backward use the forward's tiling:
-// off-diagonal tiles factored through their first row (factors <= 1), and
-// diagonal tiles dense (factored through the reference row) or per position
-// (exponentials of differences Gamma_i - Gamma_j with j <= i only).
+// into the chunked backward of ALGORITHMS.md section 1.7, chunk-parallel
+// except for the state and its adjoint: the state-independent quantities of
+// every chunk in parallel, then per (batch, head, column block of the state)
+// a forward sweep storing the state at each chunk start and a reverse sweep
+// storing its adjoint at each chunk end, then every chunk's gradients in
+// parallel, recomputing its forward quantities from its stored state (the
+// same tiles, with the same diagonal paths and run-time guards as the
+// forward). The pairwise decay terms of the backward use the forward's
+// tiling: off-diagonal tiles factored through their first row (factors <=
+// 1), and diagonal tiles dense (factored through the reference row) or per
+// position (exponentials of differences Gamma_i - Gamma_j with j <= i only).
 //
 //===----------------------------------------------------------------------===//
 
@@ -284,11 +286,54 @@ ChunkGradients KDATiler::chunkBackward(const ChunkForward &f, Value dOut,
   return ChunkGradients{dq, dk, dV, dg, dBeta, dState};
 }
 
+namespace {
+
+/// The `[rows, cols]` block at offsets (i0, i1, i2, i3) of a rank-4 tensor
+/// (dimensions 0 and 2 dropped), or the `[rows]` entries when `cols` is 0
+/// (of a rank-3 tensor).
+Value blockOf(OpBuilder &b, Location loc, Value x, OpFoldResult i0,
+              OpFoldResult i1, OpFoldResult i2, OpFoldResult i3, int64_t rows,
+              int64_t cols) {
+  auto type = cols ? RankedTensorType::get({rows, cols}, b.getF32Type())
+                   : RankedTensorType::get({rows}, b.getF32Type());
+  SmallVector<OpFoldResult> offsets = {i0, i1, i2};
+  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1), b.getIndexAttr(rows),
+                                     b.getIndexAttr(1)};
+  if (cols) {
+    offsets.push_back(i3);
+    sizes.push_back(b.getIndexAttr(cols));
+  }
+  SmallVector<OpFoldResult> strides(sizes.size(), b.getIndexAttr(1));
+  return tensor::ExtractSliceOp::create(b, loc, type, x, offsets, sizes,
+                                        strides)
+      .getResult();
+}
+
+/// `rows` (`[C, W]` or `[C]`) written by the enclosing forall into a
+/// `[B, P, H, W]` (or `[B, P, H]`) tensor at (bi, start, hi).
+void writeRows(OpBuilder &b, Location loc, Value rows, Value into, Value bi,
+               Value start, Value hi) {
+  auto type = cast<RankedTensorType>(rows.getType());
+  SmallVector<OpFoldResult> offsets = {bi, start, hi};
+  SmallVector<OpFoldResult> sizes = {
+      b.getIndexAttr(1), b.getIndexAttr(type.getDimSize(0)), b.getIndexAttr(1)};
+  if (type.getRank() == 2) {
+    offsets.push_back(b.getIndexAttr(0));
+    sizes.push_back(b.getIndexAttr(type.getDimSize(1)));
+  }
+  SmallVector<OpFoldResult> strides(sizes.size(), b.getIndexAttr(1));
+  tensor::ParallelInsertSliceOp::create(b, loc, rows, into, offsets, sizes,
+                                        strides);
+}
+
+} // namespace
+
 SmallVector<Value> KDATiler::buildGrad(KDAGradOp op) {
   int64_t keyDim = config.keyDim, valueDim = config.valueDim;
+  Location loc = b.getLoc();
   Value batch = tensor::DimOp::create(b, op.getQuery(), 0);
   Value length = tensor::DimOp::create(b, op.getQuery(), 1);
-  OpFoldResult heads = tensor::getMixedSize(b, b.getLoc(), op.getQuery(), 2);
+  OpFoldResult heads = tensor::getMixedSize(b, loc, op.getQuery(), 2);
 
   // Zero padding to whole chunks, as in the forward: padded steps are the
   // identity, and their (zero) output adjoints add nothing.
@@ -303,128 +348,236 @@ SmallVector<Value> KDATiler::buildGrad(KDAGradOp op) {
   auto empty = [&](ArrayRef<OpFoldResult> sizes) -> Value {
     return tensor::EmptyOp::create(b, sizes, f32());
   };
-  SmallVector<Value> inits = {
-      empty({batch, padded, heads, attr(keyDim)}),
+  auto chunkStart = [](ImplicitLocOpBuilder &nb, Value c, int64_t chunk) {
+    return arith::MulIOp::create(nb, c,
+                                 arith::ConstantIndexOp::create(nb, chunk));
+  };
+
+  // Only the state and its adjoint need a sequential pass over the chunks,
+  // and their recurrences read nothing that depends on the state:
+  //   S'  = Diag(exp(G_last)) S + Kd^T (U - W S)
+  //   dS  = (Q exp(G))^T dO + Diag(exp(G_last)) dS' - W^T (Aqk^T dO + Kd dS')
+  // So (1) every chunk's W, U, Kd, Q exp(G), Aqk and exp(G_last) are built
+  // in parallel; (2) per (batch, head, column block of V) a forward sweep
+  // stores the state at each chunk start and a reverse sweep the adjoint at
+  // each chunk end (columns of S are independent in both); (3) every chunk's
+  // gradients are built in parallel from its two stored boundary values.
+
+  // (1) The chunk-local quantities of the sweeps.
+  SmallVector<Value> localInits = {
       empty({batch, padded, heads, attr(keyDim)}),
       empty({batch, padded, heads, attr(valueDim)}),
       empty({batch, padded, heads, attr(keyDim)}),
-      empty({batch, padded, heads}),
-      empty({batch, heads, attr(keyDim), attr(valueDim)})};
-  auto forall = scf::ForallOp::create(b, ArrayRef<OpFoldResult>{batch, heads},
-                                      inits, std::nullopt);
-  Value bi = forall.getInductionVar(0), hi = forall.getInductionVar(1);
+      empty({batch, padded, heads, attr(keyDim)}),
+      empty({batch, padded, heads, attr(chunk)}),
+      empty({batch, numChunks, heads, attr(keyDim)})};
+  // A forall over (batch, head, chunk) with the builder inside its body.
+  struct ChunkLoop {
+    scf::ForallOp op;
+    Value bi, hi, c, start;
+  };
+  auto openChunkLoop = [&](ArrayRef<Value> inits) {
+    auto loop = scf::ForallOp::create(
+        b, ArrayRef<OpFoldResult>{batch, heads, numChunks}, inits,
+        std::nullopt);
+    b.setInsertionPoint(loop.getTerminator());
+    Value c = loop.getInductionVar(2);
+    return ChunkLoop{loop, loop.getInductionVar(0), loop.getInductionVar(1), c,
+                     chunkStart(b, c, chunk)};
+  };
+
+  scf::ForallOp local;
   {
     OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(forall.getTerminator());
-    Value zeroState = tb.filled({attr(keyDim), attr(valueDim)}, f32(), 0.0);
-    Value state = op.getInitialState()
-                      ? stateOf(op.getInitialState(), bi, hi, valueMajor)
-                      : zeroState;
-    Value dFinal = op.getFinalStateAdjoint()
-                       ? stateOf(op.getFinalStateAdjoint(), bi, hi, valueMajor)
-                       : zeroState;
-
-    // Forward sweep: the state at the start of every chunk, [N, K, V].
-    Value startsInit = tensor::EmptyOp::create(
-        b, ArrayRef<OpFoldResult>{numChunks, attr(keyDim), attr(valueDim)},
-        f32());
-    auto insertState = [&](ImplicitLocOpBuilder &nb, Value s, Value into,
-                           Value c) {
-      return tensor::InsertSliceOp::create(
-          nb, s, into, ArrayRef<OpFoldResult>{c, attr(0), attr(0)},
-          ArrayRef<OpFoldResult>{attr(1), attr(keyDim), attr(valueDim)},
-          ArrayRef<OpFoldResult>{attr(1), attr(1), attr(1)});
+    ChunkLoop loop = openChunkLoop(localInits);
+    local = loop.op;
+    Value bi = loop.bi, hi = loop.hi, c = loop.c, start = loop.start;
+    auto slice = [&](Value x, int64_t width) {
+      return sliceChunk(b, loc, x, bi, start, hi, chunk, width);
     };
-    auto forward = scf::ForOp::create(
-        b, b.getLoc(), idx(0), numChunks, idx(1), ValueRange{state, startsInit},
-        [&](OpBuilder &nested, Location loc, Value c, ValueRange args) {
-          ImplicitLocOpBuilder nb(loc, nested);
-          KDATiler inner(nb, config);
-          Value start = arith::MulIOp::create(
-              nb, c, arith::ConstantIndexOp::create(nb, chunk));
-          auto slice = [&](Value x, int64_t width) {
-            return sliceChunk(nb, loc, x, bi, start, hi, chunk, width);
-          };
-          Value starts = insertState(nb, args[0], args[1], c);
-          ChunkForward f = inner.chunkForward(
-              slice(q, keyDim), slice(k, keyDim), slice(v, valueDim),
-              slice(g, keyDim), slice(beta, 0), args[0]);
-          scf::YieldOp::create(nb, ValueRange{inner.chunkNextState(f), starts});
+    Value noState = tb.filled({attr(keyDim), attr(valueDim)}, f32(), 0.0);
+    ChunkForward f =
+        chunkForward(slice(q, keyDim), slice(k, keyDim), slice(v, valueDim),
+                     slice(g, keyDim), slice(beta, 0), noState);
+    Value lastDecay = tb.map(
+        f.lastRow, f32(), [](OpBuilder &nested, Location l, ValueRange args) {
+          return math::ExpOp::create(nested, l, args[0]);
         });
-    Value starts = forward.getResult(1);
+    b.setInsertionPointToEnd(local.getTerminator().getBody());
+    ValueRange outs = local.getRegionIterArgs();
+    writeRows(b, loc, f.w, outs[0], bi, start, hi);
+    writeRows(b, loc, f.u, outs[1], bi, start, hi);
+    writeRows(b, loc, f.kDecayed, outs[2], bi, start, hi);
+    writeRows(b, loc, f.qDecayed, outs[3], bi, start, hi);
+    writeRows(b, loc, f.aqk, outs[4], bi, start, hi);
+    tensor::ParallelInsertSliceOp::create(
+        b, lastDecay, outs[5], ArrayRef<OpFoldResult>{bi, c, hi, attr(0)},
+        ArrayRef<OpFoldResult>{attr(1), attr(1), attr(1), attr(keyDim)},
+        ArrayRef<OpFoldResult>{attr(1), attr(1), attr(1), attr(1)});
+  }
+  Value wAll = local.getResult(0), uAll = local.getResult(1),
+        kdAll = local.getResult(2), qdAll = local.getResult(3),
+        aqkAll = local.getResult(4), lastAll = local.getResult(5);
 
-    // Reverse sweep over the chunks, carrying the state adjoint.
-    SmallVector<Value> headInits = {
-        empty({padded, attr(keyDim)}), empty({padded, attr(keyDim)}),
-        empty({padded, attr(valueDim)}), empty({padded, attr(keyDim)}),
-        empty({padded})};
-    SmallVector<Value> carried = {dFinal};
-    carried.append(headInits);
+  // (2) The sweeps, per column block of the state.
+  int64_t valueTile = valueDim % 32 == 0 ? 32 : valueDim;
+  SmallVector<Value> sweepInits = {
+      empty({batch, heads, numChunks, attr(keyDim), attr(valueDim)}),
+      empty({batch, heads, numChunks, attr(keyDim), attr(valueDim)}),
+      empty({batch, heads, attr(keyDim), attr(valueDim)})};
+  auto sweeps = scf::ForallOp::create(
+      b, ArrayRef<OpFoldResult>{batch, heads, attr(valueDim / valueTile)},
+      sweepInits, std::nullopt);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(sweeps.getTerminator());
+    Value bi = sweeps.getInductionVar(0), hi = sweeps.getInductionVar(1);
+    Value col = chunkStart(b, sweeps.getInductionVar(2), valueTile);
+    auto tileType = RankedTensorType::get({keyDim, valueTile}, f32());
+    auto columns = [&](Value state) -> Value {
+      return tensor::ExtractSliceOp::create(
+          b, tileType, state, ArrayRef<OpFoldResult>{attr(0), col},
+          ArrayRef<OpFoldResult>{attr(keyDim), attr(valueTile)},
+          ArrayRef<OpFoldResult>{attr(1), attr(1)});
+    };
+    Value zeroTile = tb.filled({attr(keyDim), attr(valueTile)}, f32(), 0.0);
+    Value state =
+        op.getInitialState()
+            ? columns(stateOf(op.getInitialState(), bi, hi, valueMajor))
+            : zeroTile;
+    Value dFinal =
+        op.getFinalStateAdjoint()
+            ? columns(stateOf(op.getFinalStateAdjoint(), bi, hi, valueMajor))
+            : zeroTile;
+    // The chunk's sweep operands, [C, K] / [C, C] / [C, tile] / [K].
+    struct SweepOperands {
+      Value w, kd, qd, aqk, lastDecay;
+    };
+    auto operandsOf = [&](ImplicitLocOpBuilder &nb, Value c, Value start) {
+      auto rows = [&](Value x, int64_t width) {
+        return blockOf(nb, loc, x, bi, start, hi, nb.getIndexAttr(0), chunk,
+                       width);
+      };
+      Value lastDecay = tensor::ExtractSliceOp::create(
+          nb, RankedTensorType::get({keyDim}, nb.getF32Type()), lastAll,
+          ArrayRef<OpFoldResult>{bi, c, hi, nb.getIndexAttr(0)},
+          ArrayRef<OpFoldResult>{nb.getIndexAttr(1), nb.getIndexAttr(1),
+                                 nb.getIndexAttr(1), nb.getIndexAttr(keyDim)},
+          ArrayRef<OpFoldResult>{nb.getIndexAttr(1), nb.getIndexAttr(1),
+                                 nb.getIndexAttr(1), nb.getIndexAttr(1)});
+      return SweepOperands{rows(wAll, keyDim), rows(kdAll, keyDim),
+                           rows(qdAll, keyDim), rows(aqkAll, chunk), lastDecay};
+    };
+    auto valueColumns = [&](ImplicitLocOpBuilder &nb, Value x, Value start) {
+      return blockOf(nb, loc, x, bi, start, hi, col, chunk, valueTile);
+    };
+    auto storeAt = [&](ImplicitLocOpBuilder &nb, Value tile, Value into,
+                       Value c) -> Value {
+      return tensor::InsertSliceOp::create(
+          nb, tile, into,
+          ArrayRef<OpFoldResult>{c, nb.getIndexAttr(0), nb.getIndexAttr(0)},
+          ArrayRef<OpFoldResult>{nb.getIndexAttr(1), nb.getIndexAttr(keyDim),
+                                 nb.getIndexAttr(valueTile)},
+          ArrayRef<OpFoldResult>{nb.getIndexAttr(1), nb.getIndexAttr(1),
+                                 nb.getIndexAttr(1)});
+    };
+    auto tilesInit = [&]() -> Value {
+      return tensor::EmptyOp::create(
+          b, ArrayRef<OpFoldResult>{numChunks, attr(keyDim), attr(valueTile)},
+          f32());
+    };
+
+    // Forward: the state at the start of every chunk, [N, K, tile].
+    auto forward = scf::ForOp::create(
+        b, loc, idx(0), numChunks, idx(1), ValueRange{state, tilesInit()},
+        [&](OpBuilder &nested, Location l, Value c, ValueRange args) {
+          ImplicitLocOpBuilder nb(l, nested);
+          KDATiler inner(nb, config);
+          Value start = chunkStart(nb, c, chunk);
+          Value starts = storeAt(nb, args[0], args[1], c);
+          SweepOperands x = operandsOf(nb, c, start);
+          Value pseudo =
+              inner.subtract(valueColumns(nb, uAll, start),
+                             inner.tb.matmul(x.w, args[0], false, false));
+          Value next = inner.tb.add(inner.scaleRows(args[0], x.lastDecay),
+                                    inner.tb.matmul(x.kd, pseudo, true, false));
+          scf::YieldOp::create(nb, ValueRange{next, starts});
+        });
+
+    // Reverse: the adjoint of the state at the end of every chunk.
     auto reverse = scf::ForOp::create(
-        b, b.getLoc(), idx(0), numChunks, idx(1), carried,
-        [&](OpBuilder &nested, Location loc, Value it, ValueRange args) {
-          ImplicitLocOpBuilder nb(loc, nested);
+        b, loc, idx(0), numChunks, idx(1), ValueRange{dFinal, tilesInit()},
+        [&](OpBuilder &nested, Location l, Value it, ValueRange args) {
+          ImplicitLocOpBuilder nb(l, nested);
           KDATiler inner(nb, config);
           Value last = arith::SubIOp::create(
               nb, numChunks, arith::ConstantIndexOp::create(nb, 1));
           Value c = arith::SubIOp::create(nb, last, it);
-          Value start = arith::MulIOp::create(
-              nb, c, arith::ConstantIndexOp::create(nb, chunk));
-          auto slice = [&](Value x, int64_t width) {
-            return sliceChunk(nb, loc, x, bi, start, hi, chunk, width);
-          };
-          Value chunkState = tensor::ExtractSliceOp::create(
-              nb, RankedTensorType::get({keyDim, valueDim}, nb.getF32Type()),
-              starts, ArrayRef<OpFoldResult>{c, attr(0), attr(0)},
-              ArrayRef<OpFoldResult>{attr(1), attr(keyDim), attr(valueDim)},
-              ArrayRef<OpFoldResult>{attr(1), attr(1), attr(1)});
-          ChunkForward f = inner.chunkForward(
-              slice(q, keyDim), slice(k, keyDim), slice(v, valueDim),
-              slice(g, keyDim), slice(beta, 0), chunkState);
-          ChunkGradients d =
-              inner.chunkBackward(f, slice(dOut, valueDim), args[0]);
-          auto insertRows = [&](Value rows, Value into) -> Value {
-            auto type = tensorTypeOf(rows);
-            SmallVector<OpFoldResult> offsets = {start};
-            SmallVector<OpFoldResult> sizes = {attr(chunk)};
-            if (type.getRank() == 2) {
-              offsets.push_back(attr(0));
-              sizes.push_back(attr(type.getDimSize(1)));
-            }
-            SmallVector<OpFoldResult> strides(sizes.size(), attr(1));
-            return tensor::InsertSliceOp::create(nb, rows, into, offsets, sizes,
-                                                 strides);
-          };
-          scf::YieldOp::create(
-              nb, ValueRange{
-                      d.dState, insertRows(d.dq, args[1]),
-                      insertRows(d.dk, args[2]), insertRows(d.dv, args[3]),
-                      insertRows(d.dg, args[4]), insertRows(d.dbeta, args[5])});
+          Value start = chunkStart(nb, c, chunk);
+          Value ends = storeAt(nb, args[0], args[1], c);
+          SweepOperands x = operandsOf(nb, c, start);
+          Value dO = valueColumns(nb, dOut, start);
+          Value dPseudo =
+              inner.tb.add(inner.tb.matmul(x.aqk, dO, true, false),
+                           inner.tb.matmul(x.kd, args[0], false, false));
+          Value dState = inner.subtract(
+              inner.tb.add(inner.tb.matmul(x.qd, dO, true, false),
+                           inner.scaleRows(args[0], x.lastDecay)),
+              inner.tb.matmul(x.w, dPseudo, true, false));
+          scf::YieldOp::create(nb, ValueRange{dState, ends});
         });
 
-    b.setInsertionPointToEnd(forall.getTerminator().getBody());
-    auto writeBack = [&](Value rows, Value into, int64_t width) {
-      SmallVector<OpFoldResult> offsets = {bi, attr(0), hi};
-      SmallVector<OpFoldResult> sizes = {attr(1), padded, attr(1)};
-      if (width) {
-        offsets.push_back(attr(0));
-        sizes.push_back(attr(width));
-      }
-      SmallVector<OpFoldResult> strides(sizes.size(), attr(1));
-      tensor::ParallelInsertSliceOp::create(b, rows, into, offsets, sizes,
-                                            strides);
-    };
-    ValueRange shared = forall.getRegionIterArgs();
-    writeBack(reverse.getResult(1), shared[0], keyDim);
-    writeBack(reverse.getResult(2), shared[1], keyDim);
-    writeBack(reverse.getResult(3), shared[2], valueDim);
-    writeBack(reverse.getResult(4), shared[3], keyDim);
-    writeBack(reverse.getResult(5), shared[4], 0);
+    b.setInsertionPointToEnd(sweeps.getTerminator().getBody());
+    ValueRange outs = sweeps.getRegionIterArgs();
+    for (auto [tiles, into] : {std::pair{forward.getResult(1), outs[0]},
+                               std::pair{reverse.getResult(1), outs[1]}})
+      tensor::ParallelInsertSliceOp::create(
+          b, tiles, into, ArrayRef<OpFoldResult>{bi, hi, attr(0), attr(0), col},
+          ArrayRef<OpFoldResult>{attr(1), attr(1), numChunks, attr(keyDim),
+                                 attr(valueTile)},
+          ArrayRef<OpFoldResult>{attr(1), attr(1), attr(1), attr(1), attr(1)});
     tensor::ParallelInsertSliceOp::create(
-        b, reverse.getResult(0), shared[5],
-        ArrayRef<OpFoldResult>{bi, hi, attr(0), attr(0)},
-        ArrayRef<OpFoldResult>{attr(1), attr(1), attr(keyDim), attr(valueDim)},
+        b, reverse.getResult(0), outs[2],
+        ArrayRef<OpFoldResult>{bi, hi, attr(0), col},
+        ArrayRef<OpFoldResult>{attr(1), attr(1), attr(keyDim), attr(valueTile)},
         ArrayRef<OpFoldResult>{attr(1), attr(1), attr(1), attr(1)});
+  }
+
+  // (3) Every chunk's gradients from its boundary state and adjoint.
+  SmallVector<Value> inits = {empty({batch, padded, heads, attr(keyDim)}),
+                              empty({batch, padded, heads, attr(keyDim)}),
+                              empty({batch, padded, heads, attr(valueDim)}),
+                              empty({batch, padded, heads, attr(keyDim)}),
+                              empty({batch, padded, heads})};
+  scf::ForallOp forall;
+  {
+    OpBuilder::InsertionGuard guard(b);
+    ChunkLoop loop = openChunkLoop(inits);
+    forall = loop.op;
+    Value bi = loop.bi, hi = loop.hi, c = loop.c, start = loop.start;
+    auto slice = [&](Value x, int64_t width) {
+      return sliceChunk(b, loc, x, bi, start, hi, chunk, width);
+    };
+    auto boundary = [&](Value tiles) -> Value {
+      return tensor::ExtractSliceOp::create(
+          b, RankedTensorType::get({keyDim, valueDim}, f32()), tiles,
+          ArrayRef<OpFoldResult>{bi, hi, c, attr(0), attr(0)},
+          ArrayRef<OpFoldResult>{attr(1), attr(1), attr(1), attr(keyDim),
+                                 attr(valueDim)},
+          ArrayRef<OpFoldResult>{attr(1), attr(1), attr(1), attr(1), attr(1)});
+    };
+    ChunkForward f = chunkForward(
+        slice(q, keyDim), slice(k, keyDim), slice(v, valueDim),
+        slice(g, keyDim), slice(beta, 0), boundary(sweeps.getResult(0)));
+    ChunkGradients d =
+        chunkBackward(f, slice(dOut, valueDim), boundary(sweeps.getResult(1)));
+    b.setInsertionPointToEnd(forall.getTerminator().getBody());
+    ValueRange outs = forall.getRegionIterArgs();
+    writeRows(b, loc, d.dq, outs[0], bi, start, hi);
+    writeRows(b, loc, d.dk, outs[1], bi, start, hi);
+    writeRows(b, loc, d.dv, outs[2], bi, start, hi);
+    writeRows(b, loc, d.dg, outs[3], bi, start, hi);
+    writeRows(b, loc, d.dbeta, outs[4], bi, start, hi);
   }
 
   // Drop the padding, restore element types and the state layout.
@@ -447,7 +600,7 @@ SmallVector<Value> KDATiler::buildGrad(KDAGradOp op) {
                                 unpad(forall.getResult(2), op.getDValue()),
                                 unpad(forall.getResult(3), op.getDLogDecay()),
                                 unpad(forall.getResult(4), op.getDBeta())};
-  Value dInitial = forall.getResult(5);
+  Value dInitial = sweeps.getResult(2);
   if (valueMajor) {
     Value init = tensor::EmptyOp::create(
         b, ArrayRef<OpFoldResult>{batch, heads, attr(valueDim), attr(keyDim)},

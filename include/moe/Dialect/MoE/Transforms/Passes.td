@@ -184,8 +184,10 @@ def MoETileLinearAttention : Pass<"moe-tile-linear-attention"> {
     the bound, the exponent, the limit and the margin.
 
     `moe.kda_grad` is lowered by the same pass into the chunked backward of
-    section 1.7 (a forward sweep storing each chunk's incoming state, then a
-    reverse sweep that recomputes each chunk and carries the state adjoint),
+    section 1.7: the chunks' state-free quantities in parallel, then per
+    (batch, head, value block) a forward sweep storing each chunk's incoming
+    state and a reverse sweep storing its outgoing state adjoint, then every
+    chunk's gradients in parallel from those,
     with its diagonal path decided the same way and reported by a
     `kda_grad tiled with ...` remark.
     `test-force-dense` takes the dense path regardless of the proof; it
