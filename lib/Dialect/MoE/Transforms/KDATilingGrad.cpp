@@ -419,8 +419,10 @@ SmallVector<Value> KDATiler::buildGrad(KDAGradOp op) {
         kdAll = local.getResult(2), qdAll = local.getResult(3),
         aqkAll = local.getResult(4), lastAll = local.getResult(5);
 
-  // (2) The sweeps, per column block of the state.
-  int64_t valueTile = valueDim % 32 == 0 ? 32 : valueDim;
+  // (2) The sweeps, per column block of the state: 16 columns, so that
+  // kimi-tiny's B = 16, H = 4, V = 64 gives 256 blocks (32 gave 128 on 132
+  // SMs, each sequential over all chunks).
+  int64_t valueTile = valueDim % 16 == 0 ? 16 : valueDim;
   SmallVector<Value> sweepInits = {
       empty({batch, heads, numChunks, attr(keyDim), attr(valueDim)}),
       empty({batch, heads, numChunks, attr(keyDim), attr(valueDim)}),
