@@ -26,7 +26,6 @@
 #include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
 #include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
 #include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
-#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/Transforms/RequestCWrappers.h"
@@ -92,7 +91,20 @@ void mlir::moe::addBufferizationPasses(OpPassManager &pm) {
   bufferizeOptions.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferizeOptions));
-  bufferization::buildBufferDeallocationPipeline(pm);
+  // Upstream's buffer-deallocation-pipeline, with the deallocs of fresh
+  // buffers split before its simplification (which would take a quadratic
+  // number of alias queries to do so).
+  memref::ExpandReallocPassOptions reallocOptions;
+  reallocOptions.emitDeallocs = false;
+  pm.addPass(memref::createExpandReallocPass(reallocOptions));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(bufferization::createOwnershipBasedBufferDeallocationPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addNestedPass<func::FuncOp>(createMoESplitFreshDeallocs());
+  pm.addPass(bufferization::createBufferDeallocationSimplificationPass());
+  pm.addPass(bufferization::createLowerDeallocationsPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(createCanonicalizerPass());
   pm.addPass(createConvertBufferizationToMemRefPass());
   // The deallocs sit at block ends: free each buffer after its last use.
   pm.addNestedPass<func::FuncOp>(createMoEEarlyDealloc());

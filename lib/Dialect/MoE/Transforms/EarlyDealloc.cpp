@@ -33,19 +33,44 @@ struct MoEEarlyDeallocPass
   void runOnOperation() override;
 };
 
+/// The position of every op in its block, numbered once before any dealloc
+/// moves: moving a dealloc invalidates the block's own order, and asking
+/// Operation::isBeforeInBlock after each move renumbers the whole block
+/// (kimi-linear-48b's training step, 7,622 deallocs in a block of 25,000
+/// ops, spent 7 s in it). Only deallocs move, each after its own
+/// comparison, and no other op is placed relative to a dealloc, so the
+/// numbers keep ordering every op that is compared.
+class BlockPositions {
+public:
+  explicit BlockPositions(Operation *root) {
+    root->walk([&](Block *block) {
+      unsigned index = 0;
+      for (Operation &op : *block)
+        positions[&op] = index++;
+    });
+  }
+  bool isBefore(Operation *a, Operation *b) const {
+    return positions.at(a) < positions.at(b);
+  }
+
+private:
+  DenseMap<Operation *, unsigned> positions;
+};
+
 /// The last op of `block` that defines or uses a value of `aliases` (the
 /// buffer's alloc at least), or null when an alias leaves what the
 /// analysis follows: it is defined or used outside the block's ops, handed
 /// to a terminator of the block, turned into a pointer or cast, or used by
 /// an op with a memref result that is not one of the aliases.
 Operation *lastUseInBlock(Block *block, Operation *alloc, Operation *dealloc,
-                          const BufferViewFlowAnalysis::ValueSetT &aliases) {
+                          const BufferViewFlowAnalysis::ValueSetT &aliases,
+                          const BlockPositions &positions) {
   Operation *last = alloc;
   auto note = [&](Operation *op) {
     Operation *ancestor = block->findAncestorOpInBlock(*op);
     if (!ancestor)
       return false;
-    if (last->isBeforeInBlock(ancestor))
+    if (positions.isBefore(last, ancestor))
       last = ancestor;
     return true;
   };
@@ -83,6 +108,7 @@ Operation *lastUseInBlock(Block *block, Operation *alloc, Operation *dealloc,
 void MoEEarlyDeallocPass::runOnOperation() {
   func::FuncOp func = getOperation();
   BufferViewFlowAnalysis analysis(func);
+  BlockPositions positions(func);
   SmallVector<memref::DeallocOp> deallocs;
   func.walk([&](memref::DeallocOp dealloc) { deallocs.push_back(dealloc); });
   for (memref::DeallocOp dealloc : deallocs) {
@@ -94,9 +120,9 @@ void MoEEarlyDeallocPass::runOnOperation() {
     if (!alloc || alloc->getBlock() != block ||
         !(isa<memref::AllocOp>(alloc) || isOutlinedKindCall(alloc)))
       continue;
-    Operation *last =
-        lastUseInBlock(block, alloc, dealloc, analysis.resolve(buffer));
-    if (last && last->isBeforeInBlock(dealloc))
+    Operation *last = lastUseInBlock(block, alloc, dealloc,
+                                     analysis.resolve(buffer), positions);
+    if (last && positions.isBefore(last, dealloc))
       dealloc->moveAfter(last);
   }
 }
