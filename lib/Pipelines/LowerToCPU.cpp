@@ -84,13 +84,9 @@ void mlir::moe::addBufferizationPasses(OpPassManager &pm) {
   // The packed gradient's chain of inserts, which the analysis below takes
   // minutes to prove in place, is written into its buffer directly.
   pm.addNestedPass<func::FuncOp>(createMoEBufferInsertChains());
-  bufferization::OneShotBufferizePassOptions bufferizeOptions;
-  bufferizeOptions.bufferizeFunctionBoundaries = true;
-  // Chunk loops carry a state that each iteration computes afresh.
-  bufferizeOptions.allowReturnAllocsFromLoops = true;
-  bufferizeOptions.functionBoundaryTypeConversion =
-      bufferization::LayoutMapOption::IdentityLayoutMap;
-  pm.addPass(bufferization::createOneShotBufferizePass(bufferizeOptions));
+  // Function boundaries in the identity layout, except that outlined kinds
+  // take their parameters as views into the packed buffer.
+  pm.addPass(createMoEOneShotBufferize());
   // Upstream's buffer-deallocation-pipeline, with the deallocs of fresh
   // buffers split before its simplification (which would take a quadratic
   // number of alias queries to do so).

@@ -12,10 +12,24 @@
 
 #include "moe/Pipelines/Pipelines.h"
 
+#include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
+#include "mlir/Conversion/GPUCommon/GPUCommonPass.h"
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/NVGPUToNVVM/NVGPUToNVVM.h"
+#include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/GPU/Pipelines/Passes.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/LLVMIR/Transforms/RequestCWrappers.h"
 #include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
@@ -40,6 +54,7 @@ void mlir::moe::buildLowerToNVVMPipeline(OpPassManager &pm,
         attentionOptions.queryTile = options.attentionQueryTile;
         attentionOptions.convertOnce = options.attentionConvertOnce;
         nested.addPass(createMoEGenerateAttentionKernels(attentionOptions));
+        nested.addPass(createMoEGenerateAttentionGradKernels());
         nested.addPass(createMoEGenerateRoutingKernels());
         nested.addPass(createMoEGenerateEmbeddingGradKernels());
         MoEGenerateExpertKernelsOptions expertOptions;
@@ -82,11 +97,12 @@ void mlir::moe::buildLowerToNVVMPipeline(OpPassManager &pm,
   // each structured op of the host code -> a kernel whose threads share its
   // iterations; what stays on the host is scalar. Structured ops left inside
   // kernels (those with no parallel dimension) become loops on one thread.
-  pm.addNestedPass<func::FuncOp>(createMoEPrepareGPUMapping());
+  pm.addPass(createMoEPrepareGPUMapping());
   pm.addNestedPass<func::FuncOp>(createMoEMapForallToGPU());
-  // The host queues each function's GPU work on one stream and waits only
-  // where it reads memory and before returning.
-  pm.addNestedPass<func::FuncOp>(createMoEAsyncGPUStream());
+  // The host queues each function's GPU work on one stream (an outlined
+  // kind's on its caller's) and waits only where it reads memory and
+  // before returning.
+  pm.addPass(createMoEAsyncGPUStream());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(createCanonicalizerPass());
   // Expands with several dynamic sizes in one group (a whole model's
@@ -94,11 +110,44 @@ void mlir::moe::buildLowerToNVVMPipeline(OpPassManager &pm,
   // the NVVM pipeline runs: rewrite them first, as the CPU pipeline does.
   pm.addPass(createMoELowerDynamicExpandShape());
 
-  // 4. Upstream: kernel outlining, NVVM, host GPU calls, serialization.
-  gpu::GPUToNVVMPipelineOptions gpuOptions;
-  gpuOptions.cubinChip = options.chip;
-  gpuOptions.cubinFeatures = options.features;
-  gpuOptions.cubinFormat = options.format;
-  gpuOptions.optLevel = options.optLevel;
-  gpu::buildLowerToNVVMPassPipeline(pm, gpuOptions);
+  // 4. Upstream's GPU-to-NVVM passes (the order of its
+  // gpu-lower-to-nvvm-pipeline): kernel outlining, NVVM and LLVM lowering of
+  // kernels and host. Between the kernels' lowering and their serialization,
+  // identical kernels become one; the serialization runs on all threads.
+  pm.addPass(createConvertNVGPUToNVVMPass());
+  pm.addPass(createGpuKernelOutliningPass());
+  pm.addPass(createConvertVectorToSCFPass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createConvertNVVMToLLVMPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  GpuNVVMAttachTargetOptions targetOptions;
+  targetOptions.triple = "nvptx64-nvidia-cuda";
+  targetOptions.chip = options.chip;
+  targetOptions.features = options.features;
+  targetOptions.optLevel = options.optLevel;
+  pm.addPass(createGpuNVVMAttachTarget(targetOptions));
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createArithToLLVMConversionPass());
+  ConvertIndexToLLVMPassOptions indexOptions;
+  indexOptions.indexBitwidth = 64;
+  pm.addPass(createConvertIndexToLLVMPass(indexOptions));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  ConvertGpuOpsToNVVMOpsOptions kernelOptions;
+  kernelOptions.indexBitwidth = 64;
+  pm.addNestedPass<gpu::GPUModuleOp>(
+      createConvertGpuOpsToNVVMOps(kernelOptions));
+  pm.addNestedPass<gpu::GPUModuleOp>(createCanonicalizerPass());
+  pm.addNestedPass<gpu::GPUModuleOp>(createCSEPass());
+  pm.addNestedPass<gpu::GPUModuleOp>(createReconcileUnrealizedCastsPass());
+  pm.addPass(createMoEDedupeGPUModules());
+  pm.addPass(createGpuToLLVMConversionPass());
+  MoEGPUModulesToBinariesOptions binaryOptions;
+  binaryOptions.format = options.format;
+  pm.addPass(createMoEGPUModulesToBinaries(binaryOptions));
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
 }

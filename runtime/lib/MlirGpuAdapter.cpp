@@ -850,6 +850,10 @@ void mgpuStreamSynchronize(void *stream) {
   MOERT_MLIR_CHECK(cuStreamSynchronize(cuStream));
 }
 
+void moertMlirStreamWait(void *stream) { mgpuStreamSynchronize(stream); }
+
+void moertMlirStreamRelease(void *stream) { mgpuStreamDestroy(stream); }
+
 void *mgpuMemAlloc(uint64_t sizeBytes, void *stream, bool isHostShared) {
   if (isHostShared) {
     uint64_t size = sizeBytes ? sizeBytes : 1;

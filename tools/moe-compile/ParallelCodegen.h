@@ -46,6 +46,9 @@ using RelocatableLinker =
 /// one part may call another's), each function definition goes to the part
 /// with the fewest instructions so far (largest first), the global
 /// variables to the first part, and `link` joins the parts' objects.
+/// A function marked optnone goes to a part of its own, whose IR and code
+/// generation run at -O0 (the optimised code generator's register
+/// allocator would still take its time over it), whatever `parts` is.
 llvm::Expected<llvm::SmallVector<char, 0>>
 compileInParts(std::unique_ptr<llvm::Module> module, unsigned parts,
                unsigned optLevel, const TargetMachineFactory &makeMachine,

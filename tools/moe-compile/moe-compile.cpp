@@ -151,6 +151,15 @@ static cl::opt<unsigned> jobs(
              "8). The parts are cut at function boundaries and linked into "
              "one object with --cxx's '-r'; 1 compiles the module whole"),
     cl::value_desc("N"), cl::init(0), cl::cat(compileCategory));
+static cl::opt<unsigned> hostOptimizeLimit(
+    "host-optimize-limit",
+    cl::desc("--target=cuda: host functions of more than N LLVM "
+             "instructions (a step's launch sequence) are compiled without "
+             "optimisation (optnone): they only pack kernel arguments and "
+             "queue launches, and LLVM's -O2 takes time superlinear in a "
+             "function's size (kimi-linear-48b's training step: most of a "
+             "minute). 0 optimises every function"),
+    cl::value_desc("N"), cl::init(20000), cl::cat(compileCategory));
 static cl::opt<bool> showRemarks(
     "remarks",
     cl::desc("Print the compiler's remarks (for example which path each KDA "
@@ -183,8 +192,9 @@ static cl::opt<bool> outlineKinds(
     "outline-kinds",
     cl::desc("Compile each kind of layer op group once: every instance calls "
              "one private function per kind (-moe-outline-kinds; same "
-             "numbers, bit for bit). Default on for --target=cpu, off for "
-             "cuda"),
+             "numbers, bit for bit on the CPU; on the GPU the kinds run on "
+             "their caller's stream). Default on; --outline-kinds=false "
+             "inlines every instance"),
     cl::init(true), cl::cat(compileCategory));
 static cl::opt<bool> cpuProfile(
     "profile",
@@ -598,8 +608,6 @@ static LogicalResult buildProgram(ModuleOp module, moe::ModelOp model,
   return success();
 }
 
-/// --outline-kinds as given, else on for the CPU and off for CUDA (whose
-/// outlined form has not been run on a GPU yet).
 /// The parts of the host code's LLVM compile (--jobs, or the default).
 static unsigned hostParts() {
   if (jobs > 0)
@@ -608,11 +616,8 @@ static unsigned hostParts() {
                     8u);
 }
 
-static bool useOutlineKinds() {
-  if (outlineKinds.getNumOccurrences())
-    return outlineKinds;
-  return target == Target::CPU;
-}
+/// --outline-kinds as given (on by default for both targets).
+static bool useOutlineKinds() { return outlineKinds; }
 
 /// Lowers the module in place with moe-lower-to-cpu or moe-lower-to-nvvm.
 static LogicalResult lowerToLLVMDialect(ModuleOp module, TimingScope &timer) {
@@ -686,6 +691,24 @@ static void tuneForGenericCPU(llvm::Module &module) {
   for (llvm::Function &function : module)
     if (!function.isDeclaration() && !function.hasFnAttribute("tune-cpu"))
       function.addFnAttr("tune-cpu", "generic");
+}
+
+/// Marks the CUDA host functions above --host-optimize-limit instructions
+/// optnone (and noinline, which optnone requires); returns how many.
+static unsigned leaveLaunchSequencesUnoptimised(llvm::Module &module) {
+  if (target != Target::CUDA || hostOptimizeLimit == 0)
+    return 0;
+  unsigned marked = 0;
+  for (llvm::Function &function : module) {
+    if (function.isDeclaration() ||
+        function.getInstructionCount() <= hostOptimizeLimit)
+      continue;
+    function.removeFnAttr(llvm::Attribute::AlwaysInline);
+    function.addFnAttr(llvm::Attribute::NoInline);
+    function.addFnAttr(llvm::Attribute::OptimizeNone);
+    ++marked;
+  }
+  return marked;
 }
 
 /// The TargetMachine for `host` (PIC, so that the object links into a PIE).
@@ -949,6 +972,7 @@ static FailureOr<std::string> buildCacheKey(llvm::StringRef input,
   key.add("data-parallel", std::to_string(dataParallel));
   key.add("expert-parallel", std::to_string(expertParallel));
   key.add("opt-level", std::to_string(optLevel));
+  key.add("host-optimize-limit", std::to_string(hostOptimizeLimit));
   // The same code, cut differently: another object.
   key.add("jobs", std::to_string(hostParts()));
   key.add("blas", cpuBlas ? "1" : "0");
@@ -969,7 +993,7 @@ static FailureOr<std::string> buildCacheKey(llvm::StringRef input,
 }
 
 namespace {
-/// The kernels' compile times that gpu-module-to-binary records on each
+/// The kernels' compile times that the serializer records on each
 /// gpu.object (in milliseconds), summed over the GPU modules.
 struct GpuCompileTimes {
   int64_t modules = 0;
@@ -1008,7 +1032,7 @@ static void printGpuCompileTimes(const GpuCompileTimes &times) {
   os << "===" << std::string(73, '-') << "===\n"
      << "  GPU kernels (" << times.modules << " gpu.module"
      << (times.modules == 1 ? "" : "s")
-     << "; included in GpuModuleToBinaryPass above)\n"
+     << "; summed over the threads of MoEGPUModulesToBinaries above)\n"
      << "===" << std::string(73, '-') << "===\n";
   auto seconds = [](int64_t ms) {
     return llvm::format("%10.4f", static_cast<double>(ms) / 1000.0);
@@ -1221,12 +1245,19 @@ static LogicalResult compile(const char *argv0, TimingScope &root,
   // iteration; moe/Pipelines/HoistAllocas.h).
   mlir::moe::hoistConstantAllocasToEntry(*llvmModule);
   tuneForGenericCPU(*llvmModule);
+  unsigned unoptimised = leaveLaunchSequencesUnoptimised(*llvmModule);
   translateTimer.stop();
+  // Said in the LLVM timer's name, so that --timing shows it.
+  std::string unoptimisedNote =
+      unoptimised ? ", " + std::to_string(unoptimised) + " launch sequence" +
+                        (unoptimised == 1 ? "" : "s") + " unoptimised"
+                  : "";
 
   if (emit == Emit::LLVM) {
     {
       TimingScope timer =
-          root.nest("LLVM optimisation (-O" + std::to_string(optLevel) + ")");
+          root.nest("LLVM optimisation (-O" + std::to_string(optLevel) +
+                    unoptimisedNote + ")");
       if (llvm::Error err = makeOptimizingTransformer(
               optLevel, /*sizeLevel=*/0, machine.get())(llvmModule.get()))
         return toolError("optimising LLVM IR failed: " +
@@ -1245,7 +1276,7 @@ static LogicalResult compile(const char *argv0, TimingScope &root,
     unsigned parts = hostParts();
     TimingScope timer =
         root.nest("LLVM optimisation (-O" + std::to_string(optLevel) +
-                  ") and codegen, " + std::to_string(parts) +
+                  unoptimisedNote + ") and codegen, " + std::to_string(parts) +
                   (parts == 1 ? " part" : " parts on as many threads"));
     llvm::Expected<SmallVector<char, 0>> compiled = moe::compileInParts(
         std::move(llvmModule), parts, optLevel,

@@ -127,8 +127,9 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
   PassOptions::Option<bool> outlineKinds{
       *this, "outline-kinds",
       llvm::cl::desc("Outline every kind of moe op group into one private "
-                     "function (-moe-outline-kinds)"),
-      llvm::cl::init(false)};
+                     "function that each instance calls, on its caller's "
+                     "stream (-moe-outline-kinds)"),
+      llvm::cl::init(true)};
 };
 
 /// Adds the passes that lower moe-specific ops to upstream tensor-level IR

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "moe/Dialect/MoE/Transforms/OutlinedKinds.h"
 #include "moe/Dialect/MoE/Transforms/Passes.h"
 
 #include "ColumnReduction.h"
@@ -873,15 +874,18 @@ void MoEMapForallToGPUPass::runOnOperation() {
   // Copies between the program's buffers (concatenations, slices of the
   // packed parameters) run on the GPU too: on the host they would pull
   // host-shared pages back and forth. A copy from a function argument (the
-  // caller's memory, which the GPU may not read) stays on the host.
+  // caller's memory, which the GPU may not read) stays on the host, unless
+  // the function is an outlined kind, which only the program calls.
   SmallVector<memref::CopyOp> copies;
   getOperation().walk<WalkOrder::PreOrder>([&](Operation *op) {
     if (isa<gpu::LaunchOp>(op))
       return WalkResult::skip();
     if (auto copy = dyn_cast<memref::CopyOp>(op)) {
       auto arg = dyn_cast<BlockArgument>(copy.getSource());
+      Operation *owner = arg ? arg.getOwner()->getParentOp() : nullptr;
       bool fromCaller = arg && arg.getOwner()->isEntryBlock() &&
-                        isa<FunctionOpInterface>(arg.getOwner()->getParentOp());
+                        isa<FunctionOpInterface>(owner) &&
+                        !owner->hasAttr(kOutlinedKindAttrName);
       if (!fromCaller)
         copies.push_back(copy);
     }

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "moe/Dialect/MoE/Transforms/OutlinedKinds.h"
 #include "moe/Dialect/MoE/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -17,6 +18,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
@@ -34,21 +36,53 @@ struct MoEPrepareGPUMappingPass
   void runOnOperation() override;
 };
 
-/// Whether a function argument's memory: the caller's, which may be plain
-/// host memory.
-bool isFunctionArgument(Value value) {
+/// Whether `value` is an argument of a function the program's callers call
+/// (its memory may be plain host memory). The functions of
+/// -moe-outline-kinds are only called by the program itself, with its own
+/// GPU buffers or views of them.
+bool isCallerMemory(Value value) {
   auto arg = dyn_cast<BlockArgument>(value);
-  return arg && arg.getOwner()->isEntryBlock() &&
-         isa<FunctionOpInterface>(arg.getOwner()->getParentOp());
+  if (!arg || !arg.getOwner()->isEntryBlock())
+    return false;
+  Operation *parent = arg.getOwner()->getParentOp();
+  return isa<FunctionOpInterface>(parent) &&
+         !parent->hasAttr(kOutlinedKindAttrName);
 }
 
-/// Whether host code may read or write `buffer` (a host allocation), through
-/// it or any view of it: a host load or store, a call, a return to the
-/// caller, a copy that stays on the host (from the caller's memory), or any
-/// op this does not know. Kernels (forall bodies, structured ops and copies,
-/// which -moe-map-forall-to-gpu maps onto the GPU, generated launches) and
-/// shape queries do not count.
-bool isReachedByHost(Value buffer) {
+/// Which buffers host code may read or write, across the calls of outlined
+/// kinds: a buffer an outlined kind returns is reached when a caller's host
+/// code reaches the call's result, and one passed to a kind when the
+/// kind's host code reaches its argument.
+class HostReach {
+public:
+  HostReach(ModuleOp module) : symbols(module) {
+    module.walk([&](func::CallOp call) {
+      if (isOutlinedKindCall(call))
+        callsOf[call.getCalleeAttr().getAttr()].push_back(call);
+    });
+  }
+
+  /// Whether host code may read or write `buffer` (a host allocation),
+  /// through it or any view of it: a host load or store, a call (other
+  /// than of an outlined kind that leaves it to kernels), a return to the
+  /// program's caller, a copy that stays on the host (from the caller's
+  /// memory), or any op this does not know. Kernels (forall bodies,
+  /// structured ops and copies, which -moe-map-forall-to-gpu maps onto the
+  /// GPU, generated launches) and shape queries do not count.
+  bool reached(Value buffer);
+
+private:
+  bool argumentReached(func::FuncOp callee, unsigned index);
+  bool resultReached(func::FuncOp kind, unsigned index);
+
+  SymbolTable symbols;
+  DenseMap<StringAttr, SmallVector<func::CallOp>> callsOf;
+  /// Per (function, position): known answers, and false while the question
+  /// is being answered (outlined kinds do not call themselves).
+  DenseMap<std::pair<Operation *, unsigned>, bool> arguments, results;
+};
+
+bool HostReach::reached(Value buffer) {
   SmallVector<Value> worklist = {buffer};
   while (!worklist.empty()) {
     Value value = worklist.pop_back_val();
@@ -67,9 +101,24 @@ bool isReachedByHost(Value buffer) {
         }
       }
       if (auto copy = dyn_cast<memref::CopyOp>(user)) {
-        if (!isFunctionArgument(copy.getSource()))
+        if (!isCallerMemory(copy.getSource()))
           continue;
         return true;
+      }
+      if (isOutlinedKindCall(user)) {
+        auto call = cast<func::CallOp>(user);
+        auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
+        if (!callee || callee.isExternal() ||
+            argumentReached(callee, use.getOperandNumber()))
+          return true;
+        continue;
+      }
+      if (auto ret = dyn_cast<func::ReturnOp>(user)) {
+        auto func = ret->getParentOfType<func::FuncOp>();
+        if (!func->hasAttr(kOutlinedKindAttrName) ||
+            resultReached(func, use.getOperandNumber()))
+          return true;
+        continue;
       }
       if (isa<linalg::LinalgOp, gpu::LaunchFuncOp, gpu::MemcpyOp,
               memref::DeallocOp, memref::DimOp,
@@ -81,12 +130,30 @@ bool isReachedByHost(Value buffer) {
   }
   return false;
 }
-} // namespace
 
-void MoEPrepareGPUMappingPass::runOnOperation() {
-  func::FuncOp func = getOperation();
-  IRRewriter rewriter(&getContext());
+bool HostReach::argumentReached(func::FuncOp callee, unsigned index) {
+  auto [it, inserted] = arguments.try_emplace({callee, index}, false);
+  if (!inserted)
+    return it->second;
+  bool answer = reached(callee.getArgument(index));
+  arguments[{callee, index}] = answer;
+  return answer;
+}
 
+bool HostReach::resultReached(func::FuncOp kind, unsigned index) {
+  auto [it, inserted] = results.try_emplace({kind, index}, false);
+  if (!inserted)
+    return it->second;
+  bool answer = llvm::any_of(
+      callsOf.lookup(kind.getSymNameAttr()),
+      [&](func::CallOp call) { return reached(call.getResult(index)); });
+  results[{kind, index}] = answer;
+  return answer;
+}
+
+/// Copies inside future kernels become linalg, and arguments of a public
+/// function that its kernels read are copied once into device memory.
+void prepareFunction(func::FuncOp func, IRRewriter &rewriter) {
   // Copies inside a future kernel become loops: the runtime's memrefCopy
   // does not exist on the device.
   SmallVector<memref::CopyOp> copies;
@@ -107,7 +174,7 @@ void MoEPrepareGPUMappingPass::runOnOperation() {
   Block &entry = func.getBody().front();
   for (BlockArgument arg : entry.getArguments()) {
     auto type = dyn_cast<MemRefType>(arg.getType());
-    if (!type || !type.getLayout().isIdentity())
+    if (!type || !type.getLayout().isIdentity() || !isCallerMemory(arg))
       continue;
     bool readByKernel = llvm::any_of(arg.getUses(), [](OpOperand &use) {
       return use.getOwner()->getParentOfType<scf::ForallOp>() != nullptr;
@@ -132,27 +199,43 @@ void MoEPrepareGPUMappingPass::runOnOperation() {
       memref::DeallocOp::create(rewriter, loc, copy);
     });
   }
+}
+} // namespace
+
+void MoEPrepareGPUMappingPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  IRRewriter rewriter(&getContext());
+  SmallVector<func::FuncOp> funcs;
+  for (auto func : module.getOps<func::FuncOp>())
+    if (!func.isExternal())
+      funcs.push_back(func);
+  for (func::FuncOp func : funcs)
+    prepareFunction(func, rewriter);
 
   // Host buffers become GPU buffers: in device memory when only kernels
   // touch them, in memory that host and device share when host code reads
-  // or writes them, or the caller receives them.
-  SmallVector<memref::AllocOp> allocs;
+  // or writes them, or the program's caller receives them. Decided for
+  // every function before any changes, since a kind's results are decided
+  // by its callers.
+  HostReach reach(module);
+  SmallVector<std::pair<memref::AllocOp, bool>> allocs;
   SmallVector<memref::DeallocOp> deallocs;
-  func.walk([&](Operation *op) {
-    if (op->getParentOfType<scf::ForallOp>())
-      return;
-    if (auto alloc = dyn_cast<memref::AllocOp>(op))
-      allocs.push_back(alloc);
-    else if (auto dealloc = dyn_cast<memref::DeallocOp>(op))
-      deallocs.push_back(dealloc);
-  });
-  for (memref::AllocOp alloc : allocs) {
+  for (func::FuncOp func : funcs) {
+    func.walk([&](Operation *op) {
+      if (op->getParentOfType<scf::ForallOp>())
+        return;
+      if (auto alloc = dyn_cast<memref::AllocOp>(op))
+        allocs.push_back({alloc, reach.reached(alloc.getMemref())});
+      else if (auto dealloc = dyn_cast<memref::DeallocOp>(op))
+        deallocs.push_back(dealloc);
+    });
+  }
+  for (auto [alloc, hostShared] : allocs) {
     rewriter.setInsertionPoint(alloc);
     auto buffer = gpu::AllocOp::create(
         rewriter, alloc.getLoc(), alloc.getType(), /*asyncToken=*/Type(),
         /*asyncDependencies=*/ValueRange(), alloc.getDynamicSizes(),
-        alloc.getSymbolOperands(),
-        /*hostShared=*/isReachedByHost(alloc.getMemref()));
+        alloc.getSymbolOperands(), hostShared);
     rewriter.replaceOp(alloc, buffer.getMemref());
   }
   // Freed in stream order by -moe-async-gpu-stream, which makes these

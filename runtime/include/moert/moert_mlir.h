@@ -113,6 +113,14 @@ int moertMlirGraphPeakBytes(unsigned long long *bytes);
 /// more than once reads its results mid-way and cannot be a graph.
 unsigned long long moertMlirStreamSyncCount(void);
 
+/// The waits of compiled code for a stream that reached it through a call
+/// (-moe-async-gpu-stream: an outlined kind runs on its caller's stream).
+/// moertMlirStreamWait synchronizes `stream` as mgpuStreamSynchronize does
+/// (a captured stream's wait completes the capture) and keeps it for more
+/// work; moertMlirStreamRelease gives it back as mgpuStreamDestroy does.
+void moertMlirStreamWait(void *stream);
+void moertMlirStreamRelease(void *stream);
+
 #ifdef __cplusplus
 }
 #endif

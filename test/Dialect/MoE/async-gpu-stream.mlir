@@ -207,3 +207,88 @@ module attributes {gpu.container_module} {
     return
   }
 }
+
+// -----
+
+// Outlined kinds run on their caller's stream: @layer takes it as its last
+// argument and returns its last token, so neither the caller nor @layer
+// waits at the call; @layer's host read of a kernel's result waits with
+// moert's call (the stream stays), and the caller, whose stream went
+// through the calls, waits for it once (before the call of an ordinary
+// function) and gives it back there. An outlined kind called in a loop
+// gets the loop body's own stream, waited for and given back at the end of
+// the body.
+
+// CHECK-LABEL: func.func @two_layers
+// CHECK-SAME:  (%[[X:.*]]: memref<?xf32>, %[[N:.*]]: index)
+// CHECK:      %[[T0:.*]] = gpu.wait async
+// CHECK-NEXT: %[[T1:.*]] = gpu.launch_func async [%[[T0]]] @kernels::@scale
+// CHECK-NEXT: %[[R1:.*]]:2 = call @layer(%[[X]], %[[N]], %[[T1]]) {moe.outlined_kind} : (memref<?xf32>, index, !gpu.async.token) -> (f32, !gpu.async.token)
+// CHECK-NEXT: %[[R2:.*]]:2 = call @layer(%[[X]], %[[N]], %[[R1]]#1) {moe.outlined_kind}
+// CHECK-NEXT: %[[T2:.*]] = gpu.launch_func async [%[[R2]]#1] @kernels::@scale
+// CHECK-NEXT: call @moertMlirStreamWait(%[[T2]]) : (!gpu.async.token) -> ()
+// CHECK-NEXT: call @moertMlirStreamRelease(%[[T2]]) : (!gpu.async.token) -> ()
+// CHECK-NEXT: call @host_only(%[[X]])
+// CHECK-NEXT: scf.for
+// CHECK-NEXT:   %[[U0:.*]] = gpu.wait async
+// CHECK-NEXT:   %[[U1:.*]]:2 = func.call @layer(%[[X]], %[[N]], %[[U0]])
+// CHECK-NEXT:   func.call @moertMlirStreamWait(%[[U1]]#1)
+// CHECK-NEXT:   func.call @moertMlirStreamRelease(%[[U1]]#1)
+// CHECK-NEXT: }
+// CHECK-NEXT: %[[S:.*]] = arith.addf %[[R1]]#0, %[[R2]]#0
+// CHECK-NEXT: return %[[S]] : f32
+
+// CHECK-LABEL: func.func private @layer
+// CHECK-SAME:  (%[[A:.*]]: memref<?xf32>, %[[M:.*]]: index, %[[IN:.*]]: !gpu.async.token) -> (f32, !gpu.async.token)
+// CHECK-SAME:  attributes {moe.outlined_kind}
+// CHECK-NEXT: %[[C0:.*]] = arith.constant 0
+// CHECK-NEXT: arith.constant 1
+// CHECK-NEXT: %[[S:.*]] = gpu.alloc  host_shared () : memref<1xf32>
+// CHECK-NEXT: %[[L1:.*]] = gpu.launch_func async [%[[IN]]] @kernels::@sum
+// CHECK-NEXT: call @moertMlirStreamWait(%[[L1]])
+// CHECK-NEXT: %[[V:.*]] = memref.load %[[S]][%[[C0]]]
+// CHECK-NEXT: %[[L2:.*]] = gpu.launch_func async [%[[L1]]] @kernels::@scale
+// CHECK-NEXT: return %[[V]], %[[L2]] : f32, !gpu.async.token
+// CHECK-NOT:  gpu.wait
+
+// CHECK-DAG: func.func private @moertMlirStreamWait(!gpu.async.token)
+// CHECK-DAG: func.func private @moertMlirStreamRelease(!gpu.async.token)
+module attributes {gpu.container_module} {
+  gpu.module @kernels {
+    gpu.func @scale(%b: memref<?xf32>, %n: index) kernel {
+      gpu.return
+    }
+    gpu.func @sum(%b: memref<?xf32>, %s: memref<1xf32>) kernel {
+      gpu.return
+    }
+  }
+  func.func private @host_only(memref<?xf32>)
+  func.func @two_layers(%x: memref<?xf32>, %n: index) -> f32 {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    gpu.launch_func @kernels::@scale blocks in (%c1, %c1, %c1)
+        threads in (%c1, %c1, %c1) args(%x : memref<?xf32>, %n : index)
+    %a = call @layer(%x, %n) {moe.outlined_kind} : (memref<?xf32>, index) -> f32
+    %b = call @layer(%x, %n) {moe.outlined_kind} : (memref<?xf32>, index) -> f32
+    gpu.launch_func @kernels::@scale blocks in (%c1, %c1, %c1)
+        threads in (%c1, %c1, %c1) args(%x : memref<?xf32>, %n : index)
+    call @host_only(%x) : (memref<?xf32>) -> ()
+    scf.for %i = %c0 to %n step %c1 {
+      %c = func.call @layer(%x, %n) {moe.outlined_kind} : (memref<?xf32>, index) -> f32
+    }
+    %s = arith.addf %a, %b : f32
+    return %s : f32
+  }
+  func.func private @layer(%x: memref<?xf32>, %n: index) -> f32
+      attributes {moe.outlined_kind} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %s = gpu.alloc host_shared () : memref<1xf32>
+    gpu.launch_func @kernels::@sum blocks in (%c1, %c1, %c1)
+        threads in (%c1, %c1, %c1) args(%x : memref<?xf32>, %s : memref<1xf32>)
+    %v = memref.load %s[%c0] : memref<1xf32>
+    gpu.launch_func @kernels::@scale blocks in (%c1, %c1, %c1)
+        threads in (%c1, %c1, %c1) args(%x : memref<?xf32>, %n : index)
+    return %v : f32
+  }
+}

@@ -99,3 +99,74 @@ func.func @placement(%n: index, %idx: memref<?xindex>) -> memref<?x1xf32> {
   memref.dealloc %read : memref<2xi64>
   return %expanded : memref<?x1xf32>
 }
+
+// -----
+
+// Outlined kinds (-moe-outline-kinds) are called by the program only, so
+// host reach is followed through their calls. @scale's argument is the
+// program's buffer, not the caller's memory: it is neither copied at entry
+// nor does a copy from it keep its target on the host. Its result is
+// host-shared only because @step reads the second call's result on the
+// host; @scale_device's result goes only to kernels and to another kind's
+// argument that kernels read, so it stays in device memory, and so does the
+// buffer @step passes to it. @step's own result goes to its caller:
+// host-shared.
+
+// CHECK-LABEL: func.func @step
+// CHECK:      %[[IN:.*]] = gpu.alloc  () : memref<8xf32>
+// CHECK:      call @scale_device(%[[IN]])
+// CHECK:      %[[OUT:.*]] = gpu.alloc  host_shared () : memref<8xf32>
+// CHECK:      return %[[OUT]]
+// CHECK-LABEL: func.func private @scale(
+// CHECK-SAME: %[[A:.*]]: memref<8xf32, strided<[1], offset: ?>>
+// CHECK-NOT:  gpu.memcpy
+// CHECK:      %[[R:.*]] = gpu.alloc  host_shared () : memref<8xf32>
+// CHECK-NEXT: memref.copy %[[A]], %[[R]]
+// CHECK-LABEL: func.func private @scale_device(
+// CHECK:      %[[D:.*]] = gpu.alloc  () : memref<8xf32>
+// CHECK-LABEL: func.func private @sum
+// CHECK:      gpu.alloc  () : memref<8xf32>
+func.func @step(%p: memref<16xf32>) -> memref<8xf32> {
+  %c0 = arith.constant 0 : index
+  %view = memref.subview %p[8] [8] [1] : memref<16xf32> to memref<8xf32, strided<[1], offset: 8>>
+  %cast = memref.cast %view : memref<8xf32, strided<[1], offset: 8>> to memref<8xf32, strided<[1], offset: ?>>
+  %in = memref.alloc() : memref<8xf32>
+  %c8 = arith.constant 8 : index
+  scf.forall (%i) in (%c8) {
+    %v = memref.load %p[%i] : memref<16xf32>
+    memref.store %v, %in[%i] : memref<8xf32>
+  }
+  %d = call @scale_device(%in) {moe.outlined_kind} : (memref<8xf32>) -> memref<8xf32>
+  %s = call @sum(%d) {moe.outlined_kind} : (memref<8xf32>) -> memref<8xf32>
+  %a = call @scale(%cast) {moe.outlined_kind} : (memref<8xf32, strided<[1], offset: ?>>) -> memref<8xf32>
+  %b = call @scale(%cast) {moe.outlined_kind} : (memref<8xf32, strided<[1], offset: ?>>) -> memref<8xf32>
+  %x = memref.load %b[%c0] : memref<8xf32>
+  %out = memref.alloc() : memref<8xf32>
+  memref.store %x, %out[%c0] : memref<8xf32>
+  return %out : memref<8xf32>
+}
+
+func.func private @scale(%a: memref<8xf32, strided<[1], offset: ?>>) -> memref<8xf32>
+    attributes {moe.outlined_kind} {
+  %r = memref.alloc() : memref<8xf32>
+  memref.copy %a, %r : memref<8xf32, strided<[1], offset: ?>> to memref<8xf32>
+  return %r : memref<8xf32>
+}
+
+func.func private @scale_device(%a: memref<8xf32>) -> memref<8xf32>
+    attributes {moe.outlined_kind} {
+  %r = memref.alloc() : memref<8xf32>
+  %c8 = arith.constant 8 : index
+  scf.forall (%i) in (%c8) {
+    %v = memref.load %a[%i] : memref<8xf32>
+    memref.store %v, %r[%i] : memref<8xf32>
+  }
+  return %r : memref<8xf32>
+}
+
+func.func private @sum(%a: memref<8xf32>) -> memref<8xf32>
+    attributes {moe.outlined_kind} {
+  %r = memref.alloc() : memref<8xf32>
+  linalg.copy ins(%a : memref<8xf32>) outs(%r : memref<8xf32>)
+  return %r : memref<8xf32>
+}

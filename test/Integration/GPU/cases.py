@@ -206,6 +206,12 @@ def mla_bf16(text):
     return text.replace("x96xf32", "x96xbf16").replace("x64xf32", "x64xbf16")
 
 
+def mla_grad_tiny(text):
+    # kimi-tiny's MLA head widths: d_qk = 32 + 16, d_v = 32.
+    return (text.replace("4x96xf32", "4x48xf32").replace("4x64xf32", "4x32xf32")
+            .replace("D_qk = 96 != D_v = 64", "D_qk = 48 != D_v = 32"))
+
+
 def moe_ffn_f32(text):
     # The bf16 layer with f32 input, weights and output.
     return text.replace("xbf16>", "xf32>").replace("@moe_ffn_bf16(", "@moe_ffn_f32(")
@@ -287,6 +293,24 @@ LIBRARIES = [
     Library("mla_variants", "test/Integration/CPU/Inputs/mla-attention-variants.mlir",
             modules=["moe_attention_kernels"],
             what="the log-sum-exp returned, and no gate"),
+    Library("mla_grad", "test/Integration/CPU/Inputs/mla-grad.mlir",
+            modules=["moe_attention_kernels", "moe_attention_grad_kernels"],
+            what="the forward and moe.mla_attention_grad of the CPU's mla-grad.test "
+                 "(D_qk = 96, D_v = 64, 4 heads; gated at the default scale, and "
+                 "ungated at scale 0.2): the generated forward, then the backward of "
+                 "-moe-generate-attention-grad-kernels (prep, dK dV per key tile, dQ "
+                 "per query tile; K and V, Q and dO fragments re-read from shared "
+                 "memory, D_qk + D_v > 128)"),
+    Library("mla_grad_tiny", "test/Integration/CPU/Inputs/mla-grad.mlir",
+            derive=mla_grad_tiny, modules=["moe_attention_kernels",
+                                           "moe_attention_grad_kernels"],
+            what="mla_grad at kimi-tiny's head widths (D_qk = 48: three k-steps; "
+                 "D_v = 32): the resident fragments kept in registers"),
+    Library("mla_grad_bf16", "test/Integration/CPU/Inputs/mla-grad.mlir",
+            derive=mla_bf16, modules=["moe_attention_kernels",
+                                      "moe_attention_grad_kernels"],
+            what="mla_grad with bf16 q, k, v, gate, output adjoint and gradients "
+                 "(the lse stays fp32)"),
     Library("moe_ffn", "examples/kernels/moe_ffn.mlir", options="matmul-precision=exact",
             modules=["moe_routing_kernels"],
             what="the MoE FFN example (f32): generated routing kernels, experts "
@@ -1351,6 +1375,81 @@ def common_grad_cases():
     return cases
 
 
+MLA_GRAD = Tol(rtol=3e-2, why="the flash-attention backward on bf16 tensor cores "
+               "(-moe-generate-attention-grad-kernels): q, k, v and dO rounded to "
+               "bf16, P and dS rounded to bf16 as operands, fp32 accumulation, after "
+               "the bf16 forward whose output (2e-2 bar) enters D and d_gate; the "
+               "forward's BF16 bar with 1.5x for the second rounding of P and dS. "
+               "A NumPy emulation of the kernels' tiling and roundings (fp64 "
+               "otherwise, an exact forward) gives 1.0e-3 to 6.4e-3 of max|ref| on "
+               "the f32 cases. Not yet measured on a GPU: tighten once it is")
+MLA_GRAD_ONE_KEY = Tol(atol=1e-2, why="dq and dk of a single token: exactly zero "
+                       "(one key: dS = P (dP - D) = 0), so absolute. On the GPU dP "
+                       "takes dO rounded to bf16 (2^-9 relative) and D the fp32 "
+                       "product, so dS is about 2e-3 and dq = scale dS k (scale "
+                       "96^-1/2, |k| <= 3) about 6e-4; 1e-2 leaves 15x. Not yet "
+                       "measured on a GPU")
+
+
+def mla_grad_inputs(B, T, gate=True, qk=96, v=64):
+    ins = [Input("q", (B, T, 4, qk), Uniform(-3, 3)),
+           Input("k", (B, T, 4, qk), Uniform(-3, 3)),
+           Input("v", (B, T, 4, v), Uniform(-1, 1))]
+    if gate:
+        ins.append(Input("gate", (B, T, 4, v), Uniform(-3, 3)))
+    ins.append(Input("dy", (B, T, 4, v), Uniform(-1, 1)))
+    return ins
+
+
+def mla_grad_reference(gate=True, scale=None):
+    """moe-reference mla_attention_grad (fp64, the materialised softmax's
+    backward; not through the log-sum-exp) from q, k, v, [gate], dy."""
+    def reference(ctx, paths):
+        out = {1: ctx.scratch("ref_dk.npy"), 2: ctx.scratch("ref_dv.npy")}
+        options = ["--dtype=f64", f"--dk={out[1]}", f"--dv={out[2]}"]
+        if gate:
+            out[3] = ctx.scratch("ref_dgate.npy")
+            options.append(f"--dgate={out[3]}")
+        if scale is not None:
+            options.append(f"--scale={scale}")
+        out[0] = ctx.moe_reference("mla_attention_grad", paths, options)
+        return out
+    return reference
+
+
+def mla_grad_checks(T, gate=True):
+    one_key = MLA_GRAD_ONE_KEY if T == 1 else MLA_GRAD
+    checks = [Check(0, "dq", one_key), Check(1, "dk", one_key), Check(2, "dv", MLA_GRAD)]
+    if gate:
+        checks.append(Check(3, "dgate", MLA_GRAD))
+    return checks
+
+
+def mla_grad_cases():
+    """The forward and backward of test/Integration/CPU/Inputs/mla-grad.mlir
+    (the CPU's mla-grad.test) with q, k uniform in [-3, 3] (a sharp
+    softmax): one token, ragged last tiles (17, 65, 130 = 2 x 64 + 2, 300 =
+    4 x 64 + 44), exactly one tile (64), several batches."""
+    cases = []
+    for lib, shapes, qk, v in (
+            ("mla_grad", ((1, 1), (3, 17), (1, 64), (1, 65), (2, 130), (1, 300)), 96, 64),
+            ("mla_grad_tiny", ((1, 1), (2, 65), (1, 300)), 48, 32),
+            ("mla_grad_bf16", ((1, 17), (2, 130)), 96, 64)):
+        for B, T in shapes:
+            cases.append(KernelCase(
+                f"{lib}/grad_gated/B{B}_T{T}", lib, "grad_gated",
+                mla_grad_inputs(B, T, qk=qk, v=v), mla_grad_checks(T),
+                mla_grad_reference()))
+    for lib, shapes, qk, v in (("mla_grad", ((3, 17), (1, 130)), 96, 64),
+                               ("mla_grad_tiny", ((1, 65),), 48, 32)):
+        for B, T in shapes:
+            cases.append(KernelCase(
+                f"{lib}/grad_plain/B{B}_T{T}", lib, "grad_plain",
+                mla_grad_inputs(B, T, gate=False, qk=qk, v=v),
+                mla_grad_checks(T, gate=False), mla_grad_reference(gate=False, scale=0.2)))
+    return cases
+
+
 # ---------------------------------------------------------------------------
 # Whole models and runtime programs
 # ---------------------------------------------------------------------------
@@ -1472,4 +1571,4 @@ def program_cases():
 def all_cases():
     return (program_cases() + kda_cases() + mla_cases() + moe_cases() + routing_cases()
             + experts_cases() + experts_f32_cases() + gemm_cases() + mapped_cases()
-            + routing_grad_cases() + kda_grad_cases() + common_grad_cases() + model_fn_cases() + model_cases() + train_cases())
+            + routing_grad_cases() + kda_grad_cases() + mla_grad_cases() + common_grad_cases() + model_fn_cases() + model_cases() + train_cases())

@@ -10,9 +10,11 @@
 // from transposed ones); a 64-column kernel issues 32. f32 operands are
 // loaded as pairs of 16-byte vectors and rounded by cvt.rn.bf16x2.f32, bf16
 // ones copied by cp.async.cg. The results are stored as fp32 pairs.
-// RUN: env CUDA_HOME=/usr/local/cuda moe-opt %moe_src_root/test/Integration/GPU/Inputs/gemm-projections.mlir --moe-lower-to-nvvm 2>/dev/null | FileCheck %s
-// RUN: env CUDA_HOME=/usr/local/cuda moe-opt %moe_src_root/test/Integration/GPU/Inputs/gemm-projections.mlir --moe-lower-to-nvvm="format=bin" 2>/dev/null | FileCheck %s --check-prefix=BIN
-// RUN: env CUDA_HOME=/usr/local/cuda moe-opt %moe_src_root/test/Integration/GPU/Inputs/gemm-projections.mlir --moe-lower-to-nvvm="matmul-precision=exact" 2>/dev/null | FileCheck %s --check-prefix=EXACT
+// outline-kinds=false: the checks read each function's launches in order,
+// which -moe-outline-kinds would move into the functions of its kinds.
+// RUN: env CUDA_HOME=/usr/local/cuda moe-opt %moe_src_root/test/Integration/GPU/Inputs/gemm-projections.mlir --moe-lower-to-nvvm="outline-kinds=false" 2>/dev/null | FileCheck %s
+// RUN: env CUDA_HOME=/usr/local/cuda moe-opt %moe_src_root/test/Integration/GPU/Inputs/gemm-projections.mlir --moe-lower-to-nvvm="format=bin outline-kinds=false" 2>/dev/null | FileCheck %s --check-prefix=BIN
+// RUN: env CUDA_HOME=/usr/local/cuda moe-opt %moe_src_root/test/Integration/GPU/Inputs/gemm-projections.mlir --moe-lower-to-nvvm="matmul-precision=exact outline-kinds=false" 2>/dev/null | FileCheck %s --check-prefix=EXACT
 // REQUIRES: ptxas
 
 // CHECK: llvm.func @project_f32(

@@ -11,8 +11,10 @@
 // per-position diagonal path of @kda_forward_softplus (kda1), and of
 // @kda_forward forced per position, has exactly the 160 others: its
 // diagonal tiles use no tensor core.
-// RUN: env CUDA_HOME=/usr/local/cuda moe-opt %moe_src_root/examples/kernels/kda.mlir --moe-lower-to-nvvm 2>/dev/null | FileCheck %s
-// RUN: env CUDA_HOME=/usr/local/cuda moe-opt %moe_src_root/examples/kernels/kda.mlir --moe-lower-to-nvvm="kda-diagonal=per-position" 2>/dev/null | FileCheck %s --check-prefix=FORCED
+// outline-kinds=false: the checks read each function's launches in order,
+// which -moe-outline-kinds would move into the functions of its kinds.
+// RUN: env CUDA_HOME=/usr/local/cuda moe-opt %moe_src_root/examples/kernels/kda.mlir --moe-lower-to-nvvm="outline-kinds=false" 2>/dev/null | FileCheck %s
+// RUN: env CUDA_HOME=/usr/local/cuda moe-opt %moe_src_root/examples/kernels/kda.mlir --moe-lower-to-nvvm="kda-diagonal=per-position outline-kinds=false" 2>/dev/null | FileCheck %s --check-prefix=FORCED
 // REQUIRES: ptxas
 
 // CHECK: llvm.func @kda_forward(

@@ -13,8 +13,10 @@
 // its 16-byte chunks with cp.async.cg (2 prologue steps and 1 per
 // iteration, 8 chunks each). The combine reads the shared expert's row
 // and the token's two expert rows as 16-byte vectors and writes one.
-// RUN: env CUDA_HOME=/usr/local/cuda moe-opt %s --moe-lower-to-nvvm 2>/dev/null | FileCheck %s
-// RUN: env CUDA_HOME=/usr/local/cuda moe-opt %s --moe-lower-to-nvvm="format=bin" 2>/dev/null | FileCheck %s --check-prefix=BIN
+// outline-kinds=false: the checks read each function's launches in order,
+// which -moe-outline-kinds would move into the functions of its kinds.
+// RUN: env CUDA_HOME=/usr/local/cuda moe-opt %s --moe-lower-to-nvvm="outline-kinds=false" 2>/dev/null | FileCheck %s
+// RUN: env CUDA_HOME=/usr/local/cuda moe-opt %s --moe-lower-to-nvvm="format=bin outline-kinds=false" 2>/dev/null | FileCheck %s --check-prefix=BIN
 // REQUIRES: ptxas
 
 // CHECK: llvm.func @moe_layer(

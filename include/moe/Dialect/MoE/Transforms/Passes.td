@@ -361,6 +361,72 @@ def MoEGenerateAttentionKernels
   ];
 }
 
+def MoEGenerateAttentionGradKernels
+    : Pass<"moe-generate-attention-grad-kernels", "::mlir::ModuleOp"> {
+  let summary = "Generate tensor-core flash-attention backward GPU kernels "
+                "for moe.mla_attention_grad";
+  let description = [{
+    The GPU back end's kernel generator for `moe.mla_attention_grad`: the
+    causal FlashAttention-2 style backward of ALGORITHMS.md section 3.3,
+    with the op's sigmoid output gate. Each eligible op becomes three
+    kernels in the `gpu.module` `moe_attention_grad_kernels` and their
+    `gpu.launch_func`s, between `bufferization.to_buffer` of the operands
+    and `bufferization.to_tensor` of the results (allocated like the op's
+    result types):
+
+    * `<name>_prep`, one block of four warps per (64 rows, head, batch):
+      per row, `dO = d_output sigmoid(gate)` (`d_output` without a gate),
+      `D = rowsum(d_output output)` (a warp sum), and `d_gate = d_output
+      output (1 - sigmoid(gate))` in the gate's type (the gated output is
+      never divided by the sigmoid), all in fp32; q, k, v and dO written as
+      bf16 `[B, H, Tp, D]` device buffers (`gpu.alloc`; Tp: T rounded up to
+      64, the extra rows zero), `lse log2(e)` and `D` as fp32 `[B, H, Tp]`
+      (zero past T).
+    * `<name>_dkdv`, one block per (key tile of 64, head, batch) on a grid
+      of (heads x batch, key tiles), the first key tiles (which see the most
+      queries) first; each warp owns 16 keys. K and V stay in shared memory
+      (and their `ldmatrix` A fragments in registers while `D_qk + D_v <=
+      128`); the query tiles from the diagonal on stream through two
+      cp.async stages (Q, dO, and the tile's lse and D). Per query tile:
+      `S^T = K Q^T`, `P^T = exp2(S^T scale log2(e) - lse log2(e))`
+      (`ex2.approx.ftz`, masked on the diagonal tile only), `dP^T = V dO^T`,
+      `dS^T = P^T o (dP^T - D)`, then `dV += P^T dO` and `dK += dS^T Q`,
+      P and dS rounded to bf16 A fragments in registers. dK is scaled once.
+    * `<name>_dq`, one block per (query tile of 64, head, batch), the last
+      (longest) first; each warp owns 16 queries, with the rows' lse and D
+      in registers, and walks the key tiles up to the diagonal (K and V
+      through two cp.async stages): the same `P` and `dS`, and `dQ += dS K`.
+      A separate pass rather than fp32 atomics from the dK dV blocks: it
+      recomputes `S` and `dP`, but each result element is written by one
+      block in one order, so the backward is deterministic.
+
+    Every tile product is `mma.sync` m16n8k16 with bf16 operands from
+    `ldmatrix.x4` and fp32 accumulators (the forward generator's precision
+    policy); rows are padded by 8 elements in shared memory. Batch, length
+    and heads may be dynamic; rows past the sequence are zero in the copies
+    and are not written. An op that the generator does not handle (a width
+    that is not a static multiple of 16 up to 256, an operand neither f32
+    nor bf16) is left to `-moe-tile-attention` with a remark that says why;
+    every handled op gets a remark with the kernels' shape.
+  }];
+  let statistics = [
+    Statistic<"numGenerated", "num-generated",
+              "Number of moe.mla_attention_grad ops replaced by GPU kernels">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::NVVM::NVVMDialect",
+    "::mlir::nvgpu::NVGPUDialect",
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect"
+  ];
+}
+
 def MoEGenerateEmbeddingGradKernels
     : Pass<"moe-generate-embedding-grad-kernels", "::mlir::ModuleOp"> {
   let summary = "Generate a GPU kernel for moe.embedding_grad";
@@ -790,7 +856,7 @@ def MoETileLoss : Pass<"moe-tile-loss"> {
   ];
 }
 
-def MoEPrepareGPUMapping : Pass<"moe-prepare-gpu-mapping", "::mlir::func::FuncOp"> {
+def MoEPrepareGPUMapping : Pass<"moe-prepare-gpu-mapping", "::mlir::ModuleOp"> {
   let summary = "Ready bufferized tiled IR for mapping scf.forall onto GPU blocks";
   let description = [{
     Runs on bufferized tiled IR (after one-shot bufferization), before the
@@ -801,12 +867,18 @@ def MoEPrepareGPUMapping : Pass<"moe-prepare-gpu-mapping", "::mlir::func::FuncOp
     * `memref.copy` inside an `scf.forall` becomes `linalg.copy`, which
       lowers to loops (the host runtime's `memrefCopy` is not available in a
       kernel);
-    * a function argument that a forall reads is copied once, at entry,
-      into a new host buffer (the caller's memory may not be readable by
-      the GPU);
+    * an argument of a public function that a forall reads is copied
+      once, at entry, into a new buffer (the caller's memory may not be
+      readable by the GPU); the functions of `-moe-outline-kinds`, which
+      only the program calls, take its buffers as they are;
     * every host `memref.alloc` / `memref.dealloc` (outside any forall)
-      becomes `gpu.alloc host_shared` / `gpu.dealloc`, so that host loops and
-      kernels address the same buffers.
+      becomes a `gpu.alloc` / `gpu.dealloc`: in device memory when only
+      kernels touch the buffer, `host_shared` when host code may read or
+      write it or the program's caller receives it. That is decided across
+      the calls of outlined kinds: a buffer a kind returns is host-shared
+      only if some caller's host code reaches the call's result, and one
+      passed to a kind counts as reached only if the kind's host code
+      reaches its argument.
 
     Buffers allocated inside a forall body stay `memref.alloc` and become
     per-block device-heap allocations.
@@ -1083,6 +1155,31 @@ def MoEOutlineKinds : Pass<"moe-outline-kinds", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 
+def MoEOneShotBufferize : Pass<"moe-one-shot-bufferize", "::mlir::ModuleOp"> {
+  let summary = "One-Shot Bufferize the module, with the outlined kinds taking views instead of copies";
+  let description = [{
+    Upstream's `-one-shot-bufferize` with function boundaries, returning
+    allocations from loops allowed (the chunk loops carry a state each
+    iteration computes afresh), as the back ends ran it before, but with
+    one change of the function boundary types. A public function and any
+    function that is not an outlined kind keeps the static identity layout
+    (its C interface, the runtime's calls); a function of
+    `-moe-outline-kinds` (marked `moe.outlined_kind`) takes and returns
+    memrefs with the identity's strides and a dynamic offset
+    (`memref<256x4xf32, strided<[4, 1], offset: ?>>`). A parameter is a
+    view at a fixed offset into the packed buffer: under the identity
+    layout every call of a kind copied each parameter it reads into a fresh
+    buffer (679 copy kernels in kimi-tiny's CUDA training step); now the
+    caller casts the view. A view that is not contiguous is still copied
+    (the cast would not be valid), and a returned argument is still cloned
+    by the ownership-based deallocation, so results stay fresh buffers.
+  }];
+  let dependentDialects = [
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::memref::MemRefDialect",
+  ];
+}
+
 def MoEBufferInsertChains
     : Pass<"moe-buffer-insert-chains", "::mlir::func::FuncOp"> {
   let summary = "Write long chains of tensor.insert_slice into one fresh buffer before One-Shot Bufferize";
@@ -1176,8 +1273,46 @@ def MoEEarlyDealloc : Pass<"moe-early-dealloc", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }
 
-def MoEAsyncGPUStream : Pass<"moe-async-gpu-stream", "::mlir::func::FuncOp"> {
-  let summary = "Run a function's GPU work asynchronously, in program order, on one stream";
+def MoEDedupeGPUModules : Pass<"moe-dedupe-gpu-modules", "::mlir::ModuleOp"> {
+  let summary = "Keep one gpu.module of each set of identical ones and launch its kernels instead";
+  let description = [{
+    Runs after the kernels are outlined and lowered to NVVM, before they
+    are serialized. Kernel outlining makes one `gpu.module` per launch, so
+    two launches of the same code (the same copy, fill or element-wise
+    kernel at the same shapes in several layers' glue, or in the forward
+    and the training step) are two modules, each compiled to PTX and each
+    loaded at run time: 1,278 modules of 591 distinct ones in kimi-tiny's
+    CUDA training program. Two modules are identical when their text is,
+    with the module's name and its kernels' names set aside (kernels are
+    matched by position). Every `gpu.launch_func` of a duplicate's kernel
+    then launches the first module's kernel, and the duplicate is erased.
+    A module whose symbol is used by anything other than a launch is kept.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
+def MoEGPUModulesToBinaries
+    : Pass<"moe-gpu-modules-to-binaries", "::mlir::ModuleOp"> {
+  let summary = "Serialize every gpu.module to a gpu.binary, the modules in parallel";
+  let description = [{
+    What upstream's `-gpu-module-to-binary` does (each module's targets
+    serialize it to an object: PTX, cubin or fatbin; the module becomes a
+    `gpu.binary` of the objects, with its offloading handler), with the
+    modules serialized on the context's threads: a training program has
+    hundreds of kernels and each one's LLVM compile (translation, libdevice
+    link, optimisation, NVPTX) is independent of the others'. The binaries
+    replace the modules in their order; a module that fails to serialize is
+    an error at its location.
+  }];
+  let options = [
+    Option<"format", "format", "std::string", /*default=*/"\"isa\"",
+           "What the objects hold: isa (PTX), bin (cubin) or fatbin">,
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
+def MoEAsyncGPUStream : Pass<"moe-async-gpu-stream", "::mlir::ModuleOp"> {
+  let summary = "Run each function's GPU work asynchronously, in program order, on one stream that outlined kinds share with their callers";
   let description = [{
     Runs on host code after `-moe-map-forall-to-gpu`. The GPU ops of each
     host block (`gpu.launch`, `gpu.launch_func`, device `gpu.alloc`,
@@ -1205,8 +1340,24 @@ def MoEAsyncGPUStream : Pass<"moe-async-gpu-stream", "::mlir::func::FuncOp"> {
     adapter launches nothing for an empty grid). So a model's forward pass
     has one wait, before it returns, and its whole step can be captured as
     a CUDA graph.
+
+    The functions of `-moe-outline-kinds` (private, marked
+    `moe.outlined_kind`, one block) run on their caller's stream: each
+    takes a `!gpu.async.token` as its last argument, starts its chain on
+    it, and returns its chain's last token as its last result; a call of
+    one passes the chain's token and goes on with the returned one, so the
+    host does not wait before the call nor in the callee's return, and a
+    model compiled with outlined layers still queues its whole step
+    without waiting. Upstream's GPU-to-LLVM lowering can only wait for a
+    stream created in the same function (it takes any other token for an
+    event), so where the host must wait for a stream that came through a
+    call or an argument, it calls moert's `moertMlirStreamWait` (which
+    synchronizes the stream and keeps it); a block whose own stream went
+    through calls gives it back at its end with `moertMlirStreamRelease`.
+    The two are declared when used.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect",
                            "::mlir::gpu::GPUDialect"];
 }
 

@@ -1,0 +1,70 @@
+// RUN: moe-opt %s --moe-one-shot-bufferize --split-input-file | FileCheck %s
+
+// A parameter is a slice of the packed buffer at a fixed offset: the
+// outlined kind takes it as a view with a dynamic offset, cast at the call
+// and not copied. A column slice is no contiguous view: it is copied into
+// an identity buffer, cast to the argument's type. Public functions and
+// functions that are not outlined kinds keep the identity layout, so a
+// kind's result that goes to one is copied.
+
+// CHECK-LABEL: func.func @step
+// CHECK-SAME:  (%[[P:.*]]: memref<96xf32>, %[[X:.*]]: memref<?x8xf32>) -> memref<8xf32>
+// CHECK:      %[[W:.*]] = memref.subview %[[P]][16] [64] [1] : memref<96xf32> to memref<64xf32, strided<[1], offset: 16>>
+// CHECK:      %[[WE:.*]] = memref.expand_shape %[[W]]
+// CHECK-SAME:   into memref<8x8xf32, strided<[8, 1], offset: 16>>
+// CHECK-DAG:  %[[WC:.*]] = memref.cast %[[WE]] : memref<8x8xf32, strided<[8, 1], offset: 16>> to memref<8x8xf32, strided<[8, 1], offset: ?>>
+// CHECK-DAG:  %[[XC:.*]] = memref.cast %[[X]] : memref<?x8xf32> to memref<?x8xf32, strided<[8, 1], offset: ?>>
+// CHECK:      %[[Y:.*]] = call @__moe_kind_project(%[[XC]], %[[WC]]) {moe.outlined_kind} : (memref<?x8xf32, strided<[8, 1], offset: ?>>, memref<8x8xf32, strided<[8, 1], offset: ?>>) -> memref<?x8xf32, strided<[8, 1], offset: ?>>
+// CHECK:      %[[COLS:.*]] = memref.subview %[[WE]][0, 0] [8, 4] [1, 1]
+// CHECK:      %[[BUF:.*]] = memref.alloc() {{.*}}: memref<8x4xf32>
+// CHECK-NEXT: %[[BUFC:.*]] = memref.cast %[[BUF]] : memref<8x4xf32> to memref<8x4xf32, strided<[4, 1], offset: ?>>
+// CHECK-NEXT: memref.copy %[[COLS]], %[[BUFC]]
+// CHECK:      %[[S:.*]] = call @__moe_kind_sum(%[[BUFC]])
+// CHECK-NEXT: %[[SBUF:.*]] = memref.alloc() {{.*}}: memref<8xf32>
+// CHECK-NEXT: memref.copy %[[S]], %[[SBUF]]
+// CHECK-NEXT: call @plain(%[[SBUF]]) : (memref<8xf32>) -> memref<8xf32>
+
+// CHECK-LABEL: func.func private @__moe_kind_project
+// CHECK-SAME:  (%{{.*}}: memref<?x8xf32, strided<[8, 1], offset: ?>>, %{{.*}}: memref<8x8xf32, strided<[8, 1], offset: ?>>) -> memref<?x8xf32, strided<[8, 1], offset: ?>>
+// CHECK-LABEL: func.func private @__moe_kind_sum
+// CHECK-SAME:  (%{{.*}}: memref<8x4xf32, strided<[4, 1], offset: ?>>) -> memref<8xf32, strided<[1], offset: ?>>
+// CHECK-LABEL: func.func private @plain
+// CHECK-SAME:  (%{{.*}}: memref<8xf32>) -> memref<8xf32>
+func.func @step(%packed: tensor<96xf32>, %x: tensor<?x8xf32>) -> tensor<8xf32> {
+  %w_flat = tensor.extract_slice %packed[16] [64] [1] : tensor<96xf32> to tensor<64xf32>
+  %w = tensor.expand_shape %w_flat [[0, 1]] output_shape [8, 8] : tensor<64xf32> into tensor<8x8xf32>
+  %y = call @__moe_kind_project(%x, %w) {moe.outlined_kind} : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
+  %cols = tensor.extract_slice %w[0, 0] [8, 4] [1, 1] : tensor<8x8xf32> to tensor<8x4xf32>
+  %s = call @__moe_kind_sum(%cols) {moe.outlined_kind} : (tensor<8x4xf32>) -> tensor<8xf32>
+  %t = call @plain(%s) : (tensor<8xf32>) -> tensor<8xf32>
+  return %t : tensor<8xf32>
+}
+
+func.func private @__moe_kind_project(%x: tensor<?x8xf32>, %w: tensor<8x8xf32>) -> tensor<?x8xf32>
+    attributes {moe.outlined_kind} {
+  %c0 = arith.constant 0 : index
+  %rows = tensor.dim %x, %c0 : tensor<?x8xf32>
+  %zero = arith.constant 0.0 : f32
+  %empty = tensor.empty(%rows) : tensor<?x8xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%empty : tensor<?x8xf32>) -> tensor<?x8xf32>
+  %y = linalg.matmul ins(%x, %w : tensor<?x8xf32>, tensor<8x8xf32>) outs(%init : tensor<?x8xf32>) -> tensor<?x8xf32>
+  return %y : tensor<?x8xf32>
+}
+
+func.func private @__moe_kind_sum(%a: tensor<8x4xf32>) -> tensor<8xf32>
+    attributes {moe.outlined_kind} {
+  %zero = arith.constant 0.0 : f32
+  %empty = tensor.empty() : tensor<8xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%empty : tensor<8xf32>) -> tensor<8xf32>
+  %s = linalg.reduce ins(%a : tensor<8x4xf32>) outs(%init : tensor<8xf32>) dimensions = [1]
+    (%in: f32, %acc: f32) {
+      %r = arith.addf %in, %acc : f32
+      linalg.yield %r : f32
+    }
+  return %s : tensor<8xf32>
+}
+
+func.func private @plain(%a: tensor<8xf32>) -> tensor<8xf32> {
+  %e = linalg.add ins(%a, %a : tensor<8xf32>, tensor<8xf32>) outs(%a : tensor<8xf32>) -> tensor<8xf32>
+  return %e : tensor<8xf32>
+}
