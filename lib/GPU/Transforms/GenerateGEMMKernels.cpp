@@ -6,7 +6,11 @@
 // for the dense contractions of the host code (issue #13): the projections
 // that TensorBuilder::project and TensorBuilder::contract build as
 // linalg.generic ops, and linalg.matmul, become launches of one generated
-// GEMM kernel per shape.
+// GEMM kernel per shape; and the weight gradients of those projections
+// (the training step's sums over the tokens of an input times an output
+// gradient, [rows..., m] x [rows..., n] -> [m, n]), which become row-split
+// GEMM launches instead of the split column reductions of
+// -moe-map-forall-to-gpu.
 //
 // The kernels themselves come from the GEMM emitter (moe/GPU/GemmEmitter.h).
 //
@@ -46,13 +50,14 @@ namespace {
 // Matching
 //===----------------------------------------------------------------------===//
 
-/// A contraction the pass takes: the op, which of its inputs is the
-/// activation (the other is the weight) and its kernel's shape. The
-/// operands themselves are read when it is replaced: replacing an earlier
-/// contraction may have replaced their producer.
+/// A contraction the pass takes: the op, the operand numbers of its two
+/// factors (the activation, or x of a weight gradient, then the weight, or
+/// its dy) and its kernel's shape. The operands themselves are read when it
+/// is replaced: replacing an earlier contraction may have replaced their
+/// producer.
 struct Contraction {
   linalg::LinalgOp op;
-  unsigned inputIndex;
+  unsigned inputIndex, weightIndex;
   GemmShape shape;
 };
 
@@ -61,35 +66,6 @@ static BlockArgument operandArgument(Value v) {
   if (auto ext = v.getDefiningOp<arith::ExtFOp>())
     v = ext.getIn();
   return dyn_cast<BlockArgument>(v);
-}
-
-/// Whether `generic`'s body is `acc + a * b` (either order), with each
-/// product operand an input's block argument, `arith.extf`-ed or not.
-static bool isMulAddBody(linalg::GenericOp generic) {
-  Block &body = generic.getRegion().front();
-  if (body.getNumArguments() != 3)
-    return false;
-  auto yield = cast<linalg::YieldOp>(body.getTerminator());
-  if (yield.getNumOperands() != 1)
-    return false;
-  auto add = yield.getOperand(0).getDefiningOp<arith::AddFOp>();
-  if (!add)
-    return false;
-  BlockArgument acc = body.getArgument(2);
-  Value product = add.getLhs() == acc   ? add.getRhs()
-                  : add.getRhs() == acc ? add.getLhs()
-                                        : Value();
-  auto mul = product ? product.getDefiningOp<arith::MulFOp>() : nullptr;
-  if (!mul || !mul.getType().isF32())
-    return false;
-  BlockArgument x = operandArgument(mul.getLhs()),
-                y = operandArgument(mul.getRhs());
-  if (!x || !y || x.getOwner() != &body || y.getOwner() != &body ||
-      x.getArgNumber() + y.getArgNumber() != 1)
-    return false;
-  // Nothing else in the body: the two products' extensions at most.
-  size_t extensions = (mul.getLhs() != x) + (mul.getRhs() != y);
-  return body.getOperations().size() == 3 + extensions;
 }
 
 /// Whether `op` is inside a tile loop or a kernel (other generators' tiles).
@@ -113,6 +89,136 @@ static std::optional<double> filledConstant(Value init) {
   return value.getValueAsDouble();
 }
 
+/// The factors of `product`, a tree of arith.mulf: block arguments
+/// (arith.extf-ed or not); multiplications by the constant 1 (what the
+/// reverse mode leaves) are looked through. False if anything else is.
+static bool collectFactors(Value product, SmallVectorImpl<BlockArgument> &out) {
+  if (auto mul = product.getDefiningOp<arith::MulFOp>()) {
+    for (Value side : {mul.getLhs(), mul.getRhs()}) {
+      if (matchPattern(side, m_OneFloat()))
+        continue;
+      if (!collectFactors(side, out))
+        return false;
+    }
+    return true;
+  }
+  if (BlockArgument arg = operandArgument(product)) {
+    out.push_back(arg);
+    return true;
+  }
+  return false;
+}
+
+/// The two inputs whose product `generic` accumulates, if its one result is
+/// `out + x * y` (either order, the factors extended or not, times 1 or
+/// not) and whatever else its body computes is unused, as the reverse mode
+/// leaves a projection's body in its adjoints.
+static bool productOperands(linalg::GenericOp generic, OpOperand *&x,
+                            OpOperand *&y) {
+  if (generic.getNumDpsInits() != 1 || generic->getNumResults() != 1)
+    return false;
+  Block &body = generic.getRegion().front();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  auto add = yield.getOperand(0).getDefiningOp<arith::AddFOp>();
+  BlockArgument acc =
+      generic.getMatchingBlockArgument(generic.getDpsInitOperand(0));
+  if (!add || !add.getType().isF32() ||
+      (add.getLhs() != acc && add.getRhs() != acc))
+    return false;
+  SmallVector<BlockArgument> factors;
+  if (!collectFactors(add.getLhs() == acc ? add.getRhs() : add.getLhs(),
+                      factors) ||
+      factors.size() != 2 || factors[0] == factors[1])
+    return false;
+  for (BlockArgument factor : factors)
+    if (factor.getOwner() != &body || factor == acc)
+      return false;
+  x = generic.getMatchingOpOperand(factors[0]);
+  y = generic.getMatchingOpOperand(factors[1]);
+  return true;
+}
+
+/// The checks both forms share: the factors x and y f32 or bf16 (under
+/// f32-exact, bf16 only) and the output a filled constant; fills c's
+/// operand kinds and initial value. "" when they pass, else why not.
+static std::string checkOperands(linalg::LinalgOp op, OpOperand *x,
+                                 OpOperand *y, bool f32Exact, Contraction &c) {
+  Type xType = getElementTypeOrSelf(x->get().getType());
+  Type yType = getElementTypeOrSelf(y->get().getType());
+  auto operandKind = [](Type t) { return t.isF32() || t.isBF16(); };
+  if (!operandKind(xType) || !operandKind(yType))
+    return "an operand is neither f32 nor bf16";
+  c.shape.aF32 = xType.isF32();
+  c.shape.bF32 = yType.isF32();
+  if (f32Exact && (c.shape.aF32 || c.shape.bF32))
+    return "an operand is f32 and operand-type is f32-exact";
+  std::optional<double> init = filledConstant(op.getDpsInits()[0]);
+  if (!init)
+    return "the output is not a linalg.fill of a constant";
+  c.shape.init = *init;
+  return "";
+}
+
+/// Decides whether `op` is a weight gradient the pass takes: a generic
+/// whose result `out + x * y` (any other operation of its body unused, as
+/// the reverse mode leaves them) sums over its reduction loops, x [rows...,
+/// m] and y [rows..., n] into [m, n], the rows being the reduction loops in
+/// loop order. std::nullopt when it is not of that form, "" when it is
+/// taken, else why not.
+static std::optional<std::string> analyzeRowSum(linalg::GenericOp op,
+                                                bool f32Exact, Contraction &c) {
+  if (op.getNumDpsInits() != 1 || op->getNumResults() != 1 ||
+      !op.hasPureTensorSemantics() || isInsideTilesOrKernels(op))
+    return std::nullopt;
+  int64_t loops = op.getNumLoops();
+  int64_t reductions = op.getNumReductionLoops();
+  if (reductions < 1 || loops != reductions + 2)
+    return std::nullopt;
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  OpOperand *x, *y;
+  if (!productOperands(op, x, y))
+    return std::nullopt;
+
+  // Maps: x (r..., P), y (r..., Q), out (P, Q), with r... the reduction
+  // loops in order: the rows of x and y are the same rows.
+  MLIRContext *ctx = op.getContext();
+  AffineMap outMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+  auto rowsThen = [&](AffineExpr last) {
+    SmallVector<AffineExpr> exprs;
+    for (int64_t i = 0; i < loops; ++i)
+      if (iterators[i] == utils::IteratorType::reduction)
+        exprs.push_back(getAffineDimExpr(i, ctx));
+    exprs.push_back(last);
+    return AffineMap::get(loops, 0, exprs, ctx);
+  };
+  if (outMap.getNumResults() != 2 || !outMap.isProjectedPermutation())
+    return std::nullopt;
+  AffineMap xMap = rowsThen(outMap.getResult(0)),
+            yMap = rowsThen(outMap.getResult(1));
+  if (op.getMatchingIndexingMap(x) != xMap)
+    std::swap(x, y);
+  if (op.getMatchingIndexingMap(x) != xMap ||
+      op.getMatchingIndexingMap(y) != yMap)
+    return std::nullopt;
+
+  c.op = op;
+  c.inputIndex = x->getOperandNumber();
+  c.weightIndex = y->getOperandNumber();
+  c.shape.rowSum = true;
+  c.shape.transposed = false;
+  c.shape.k = 0;
+  auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+  if (!resultType.getElementType().isF32() || !resultType.hasStaticShape())
+    return std::string("the weight gradient is not a static f32 matrix");
+  if (std::string why = checkOperands(op, x, y, f32Exact, c); !why.empty())
+    return why;
+  c.shape.m = resultType.getDimSize(0);
+  c.shape.n = resultType.getDimSize(1);
+  if (c.shape.m % 8 != 0 || c.shape.n % 8 != 0)
+    return std::string("the weight gradient's sizes are not multiples of 8");
+  return std::string();
+}
+
 /// Decides whether `op` is taken: std::nullopt when it is no contraction
 /// (left alone silently), "" when it is taken (filling `c`), else why a
 /// contraction is declined.
@@ -121,23 +227,38 @@ static std::optional<std::string> analyze(linalg::LinalgOp op, bool f32Exact,
   auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
   if (!generic && !isa<linalg::MatmulOp>(op.getOperation()))
     return std::nullopt;
-  if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
-      op.getNumReductionLoops() != 1 || op.getNumLoops() < 2 ||
-      op.getIteratorTypesArray().back() != utils::IteratorType::reduction)
+  if (op.getNumDpsInits() != 1 || op.getNumReductionLoops() != 1 ||
+      op.getNumLoops() < 2)
     return std::nullopt;
-  if (generic && !isMulAddBody(generic))
+  // The reduction is one of the last two loops: [m..., n, k] as projections
+  // are built, [m..., k, n] as the reverse mode builds their input
+  // gradients.
+  int64_t loops = op.getNumLoops();
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  int64_t kLoop = iterators[loops - 1] == utils::IteratorType::reduction
+                      ? loops - 1
+                      : loops - 2;
+  if (iterators[kLoop] != utils::IteratorType::reduction)
     return std::nullopt;
+  OpOperand *x, *y;
+  if (generic) {
+    if (!productOperands(generic, x, y))
+      return std::nullopt;
+  } else {
+    if (op.getNumDpsInputs() != 2)
+      return std::nullopt;
+    x = op.getDpsInputOperand(0);
+    y = op.getDpsInputOperand(1);
+  }
   if (!op.hasPureTensorSemantics() || isInsideTilesOrKernels(op))
     return std::nullopt;
 
-  // Loops [m..., n, k]: the input (m..., k), the weight (k, n) or (n, k),
-  // the output (m..., n).
-  int64_t loops = op.getNumLoops();
+  // The input (m..., k), the weight (k, n) or (n, k), the output (m..., n).
   if (loops < 3)
     return std::string("no row dimension (a vector-matrix product)");
   MLIRContext *ctx = op.getContext();
-  AffineExpr n = getAffineDimExpr(loops - 2, ctx),
-             k = getAffineDimExpr(loops - 1, ctx);
+  AffineExpr n = getAffineDimExpr(2 * loops - 3 - kLoop, ctx),
+             k = getAffineDimExpr(kLoop, ctx);
   SmallVector<AffineExpr> rowExprs;
   for (int64_t i = 0; i < loops - 2; ++i)
     rowExprs.push_back(getAffineDimExpr(i, ctx));
@@ -149,36 +270,26 @@ static std::optional<std::string> analyze(linalg::LinalgOp op, bool f32Exact,
   AffineMap inputMap = mapOf({k}), outputMap = mapOf({n});
   AffineMap plain = AffineMap::get(loops, 0, {k, n}, ctx);
   AffineMap transposed = AffineMap::get(loops, 0, {n, k}, ctx);
-  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-  unsigned inputIndex = maps[0] == inputMap ? 0 : 1;
-  AffineMap weightMap = maps[1 - inputIndex];
-  if (maps[inputIndex] != inputMap || maps[2] != outputMap ||
+  if (op.getMatchingIndexingMap(x) != inputMap)
+    std::swap(x, y);
+  AffineMap weightMap = op.getMatchingIndexingMap(y);
+  if (op.getMatchingIndexingMap(x) != inputMap ||
+      op.getMatchingIndexingMap(op.getDpsInitOperand(0)) != outputMap ||
       (weightMap != plain && weightMap != transposed))
     return std::string("the indexing maps are not a projection's (m..., k) "
                        "x (k, n) or (n, k) -> (m..., n)");
   c.op = op;
-  c.inputIndex = inputIndex;
+  c.inputIndex = x->getOperandNumber();
+  c.weightIndex = y->getOperandNumber();
   c.shape.transposed = weightMap == transposed;
 
-  auto inputType =
-      cast<RankedTensorType>(op.getDpsInputs()[inputIndex].getType());
-  auto weightType =
-      cast<RankedTensorType>(op.getDpsInputs()[1 - inputIndex].getType());
+  auto inputType = cast<RankedTensorType>(x->get().getType());
+  auto weightType = cast<RankedTensorType>(y->get().getType());
   auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
   if (!resultType.getElementType().isF32())
     return std::string("the result is not f32");
-  auto operandKind = [](Type t) { return t.isF32() || t.isBF16(); };
-  if (!operandKind(inputType.getElementType()) ||
-      !operandKind(weightType.getElementType()))
-    return std::string("an operand is neither f32 nor bf16");
-  c.shape.aF32 = inputType.getElementType().isF32();
-  c.shape.bF32 = weightType.getElementType().isF32();
-  if (f32Exact && (c.shape.aF32 || c.shape.bF32))
-    return std::string("an operand is f32 and operand-type is f32-exact");
-  std::optional<double> init = filledConstant(op.getDpsInits()[0]);
-  if (!init)
-    return std::string("the output is not a linalg.fill of a constant");
-  c.shape.init = *init;
+  if (std::string why = checkOperands(op, x, y, f32Exact, c); !why.empty())
+    return why;
   int64_t kSize = inputType.getShape().back();
   if (!weightType.hasStaticShape() || ShapedType::isDynamic(kSize) ||
       kSize % GemmEmitter::kStep != 0)
@@ -217,8 +328,28 @@ static Value asRows(ImplicitLocOpBuilder &b, Value mem) {
   return mem;
 }
 
+/// Replaces the weight gradient `c.op` with its row-split GEMM.
+static void launchRowSum(GemmEmitter &kernels, const Contraction &c) {
+  Operation *op = c.op;
+  ImplicitLocOpBuilder b(op->getLoc(), op);
+  DeviceEmitter e(b);
+  auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+  Value out = memref::AllocOp::create(
+      b, MemRefType::get(resultType.getShape(), resultType.getElementType()));
+  Value x = asRows(b, readOnlyBuffer(b, op->getOperand(c.inputIndex)));
+  Value y = asRows(b, readOnlyBuffer(b, op->getOperand(c.weightIndex)));
+  kernels.launchRowSum(e, c.shape, x, y, out);
+  Value tensor = bufferization::ToTensorOp::create(b, resultType, out,
+                                                   /*restrict=*/true,
+                                                   /*writable=*/true);
+  op->getResult(0).replaceAllUsesWith(tensor);
+  op->erase();
+}
+
 /// Replaces `c.op` with a launch of its GEMM kernel.
 static void launchGemm(GemmEmitter &kernels, const Contraction &c) {
+  if (c.shape.rowSum)
+    return launchRowSum(kernels, c);
   linalg::LinalgOp linalgOp = c.op;
   Operation *op = linalgOp.getOperation();
   ImplicitLocOpBuilder b(op->getLoc(), op);
@@ -231,8 +362,8 @@ static void launchGemm(GemmEmitter &kernels, const Contraction &c) {
   Value out = memref::AllocOp::create(
       b, MemRefType::get(resultType.getShape(), resultType.getElementType()),
       dynamicSizes(resultType, sizes));
-  Value a = asRows(b, readOnlyBuffer(b, linalgOp.getDpsInputs()[c.inputIndex]));
-  Value w = readOnlyBuffer(b, linalgOp.getDpsInputs()[1 - c.inputIndex]);
+  Value a = asRows(b, readOnlyBuffer(b, op->getOperand(c.inputIndex)));
+  Value w = readOnlyBuffer(b, op->getOperand(c.weightIndex));
   Value result = asRows(b, out);
   Value rows = memref::DimOp::create(b, a, 0);
   SmallVector<Value> args = {a, w, result, rows};
@@ -271,6 +402,13 @@ void MoEGenerateGEMMKernelsPass::runOnOperation() {
   module.walk([&](linalg::LinalgOp op) {
     Contraction c;
     std::optional<std::string> reason = analyze(op, f32Exact, c);
+    // A weight gradient whose reduction loop is last looks like a
+    // projection with other maps: its own verdict wins.
+    if (!reason || !reason->empty())
+      if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation()))
+        if (std::optional<std::string> rowSum =
+                analyzeRowSum(generic, f32Exact, c))
+          reason = rowSum;
     if (!reason)
       return;
     if (!reason->empty()) {

@@ -14,6 +14,7 @@
 #include "moe/Dialect/MoE/Transforms/Passes.h"
 
 #include "ColumnReduction.h"
+#include "TileMemoryPlan.h"
 #include "WarpReduction.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -324,21 +325,24 @@ LogicalResult MoEMapForallToGPUPass::placeTiles(IRRewriter &rewriter,
     return failure();
   if (allocs.empty())
     return success();
-  SmallVector<int64_t> offsets;
-  int64_t total = 0;
   for (memref::AllocOp alloc : allocs) {
     MemRefType type = alloc.getType();
-    int64_t bytes = elementBytes(type.getElementType());
-    if (!type.hasStaticShape() || !type.getLayout().isIdentity() || !bytes)
+    if (!type.hasStaticShape() || !type.getLayout().isIdentity() ||
+        !elementBytes(type.getElementType()))
       return alloc.emitOpError("in a GPU tile program needs a static shape, "
                                "an identity layout and a scalar element "
                                "type, got ")
              << type;
-    total = llvm::alignTo(total, 16);
-    offsets.push_back(total);
-    total += bytes * type.getNumElements();
   }
-  total = llvm::alignTo(total, 16);
+  // Buffers whose lifetimes do not overlap share bytes.
+  TileMemoryPlan plan = planTileMemory(
+      launch, allocs,
+      [](memref::AllocOp alloc) {
+        MemRefType type = alloc.getType();
+        return elementBytes(type.getElementType()) * type.getNumElements();
+      },
+      shareTileMemory);
+  int64_t total = plan.total;
 
   Location loc = launch.getLoc();
   Block &body = launch.getBody().front();
@@ -376,9 +380,13 @@ LogicalResult MoEMapForallToGPUPass::placeTiles(IRRewriter &rewriter,
                                         indexConstant(rewriter, loc, total));
   }
 
-  for (auto [alloc, offset] : llvm::zip(allocs, offsets)) {
+  for (auto [alloc, offset, reused] :
+       llvm::zip(allocs, plan.offsets, plan.reused)) {
     rewriter.setInsertionPoint(alloc);
     Location allocLoc = alloc.getLoc();
+    // Every thread is done with the bytes' other buffer before any writes.
+    if (reused)
+      gpu::BarrierOp::create(rewriter, allocLoc);
     MemRefType type = alloc.getType();
     auto baseType = cast<MemRefType>(base.getType());
     Value shift =

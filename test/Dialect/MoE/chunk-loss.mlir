@@ -39,3 +39,36 @@ func.func @dynamic_vocab(%x: tensor<?x64xf32>, %w: tensor<?x64xf32>, %labels: te
       : (tensor<?x64xf32>, tensor<?x64xf32>, tensor<?xi32>) -> (tensor<f32>, tensor<?xf32>)
   return %loss, %lse : tensor<f32>, tensor<?xf32>
 }
+
+// -----
+
+// The adjoint in the same chunks: per chunk the logits again (a projection
+// onto the chunk's rows of W), their adjoint G (exp(z - lse) minus the
+// label's one-hot, times the token's coefficient), G W_c added into
+// d_input and G^T x, the chunk's rows of d_weight, concatenated; d_input
+// back in the input's shape and bf16.
+
+// CHECK-LABEL: func.func @grad
+// CHECK-SAME: (%[[X:.*]]: tensor<?x?x64xbf16>, %[[W:.*]]: tensor<300x64xbf16>
+// CHECK:      %[[XF:.*]] = tensor.collapse_shape %[[X]] {{\[\[}}0, 1], [2]]
+// CHECK:      %[[W0:.*]] = tensor.extract_slice %[[W]][0, 0] [128, 64] [1, 1]
+// CHECK:      %[[Z0:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[XF]], %[[W0]] : tensor<?x64xbf16>, tensor<128x64xbf16>)
+// CHECK:      %[[G0:.*]] = linalg.generic {{.*}} ins(%[[Z0]], {{.*}} : tensor<?x128xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?xi32>)
+// CHECK:        math.exp
+// CHECK:        arith.cmpi eq
+// CHECK:      linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[G0]], %[[W0]] : tensor<?x128xf32>, tensor<128x64xbf16>)
+// CHECK:      linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[G0]], %[[XF]] : tensor<?x128xf32>, tensor<?x64xbf16>) outs(%{{.*}} : tensor<128x64xf32>)
+// CHECK:      tensor.extract_slice %[[W]][128, 0] [128, 64] [1, 1]
+// CHECK:      tensor.extract_slice %[[W]][256, 0] [44, 64] [1, 1]
+// CHECK-NOT:  tensor.extract_slice %[[W]]
+// CHECK:      tensor.concat dim(0) {{.*}} : (tensor<128x64xf32>, tensor<128x64xf32>, tensor<44x64xf32>) -> tensor<300x64xf32>
+// CHECK:      arith.truncf
+// CHECK:      return %{{.*}}, %{{.*}} : tensor<?x?x64xbf16>, tensor<300x64xbf16>
+// CHECK-NOT:  moe.linear_cross_entropy_grad
+func.func @grad(%x: tensor<?x?x64xbf16>, %w: tensor<300x64xbf16>, %labels: tensor<?x?xi32>,
+                %lse: tensor<?x?xf32>, %dloss: tensor<f32>) -> (tensor<?x?x64xbf16>, tensor<300x64xbf16>) {
+  %dx, %dw = moe.linear_cross_entropy_grad %x, %w, %labels, %lse, %dloss
+      : (tensor<?x?x64xbf16>, tensor<300x64xbf16>, tensor<?x?xi32>, tensor<?x?xf32>, tensor<f32>)
+      -> (tensor<?x?x64xbf16>, tensor<300x64xbf16>)
+  return %dx, %dw : tensor<?x?x64xbf16>, tensor<300x64xbf16>
+}

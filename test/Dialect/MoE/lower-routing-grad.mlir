@@ -113,11 +113,20 @@ func.func @slots(%g: tensor<?x16xf32>, %slot: tensor<?xi64>,
 
 // -----
 
-// The dense FFN gradient on [B, T, d]: the weight gradients contract over
-// both leading dimensions.
+// The dense FFN gradient on [B, T, d]: one contraction per product, the
+// input gradient as two projections by the transposed weights and a sum,
+// each weight gradient contracting over both leading dimensions.
 
 // CHECK-LABEL: func.func @dense
-// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction", "reduction"]} ins(%{{.*}}, %{{.*}}, %{{.*}} : tensor<?x?x16xbf16>, tensor<?x?x8xf32>, tensor<?x?x8xf32>) outs(%{{.*}}, %{{.*}} : tensor<16x8xf32>, tensor<16x8xf32>)
+// CHECK: %[[ACT:.*]]:3 = linalg.generic {{.*}} outs(%{{.*}}, %{{.*}}, %{{.*}} : tensor<?x?x8xf32>, tensor<?x?x8xf32>, tensor<?x?x8xf32>)
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%[[ACT]]#1, %{{.*}} : tensor<?x?x8xf32>, tensor<16x8xbf16>) outs(%{{.*}} : tensor<?x?x16xf32>)
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%[[ACT]]#2, %{{.*}} : tensor<?x?x8xf32>, tensor<16x8xbf16>) outs(%{{.*}} : tensor<?x?x16xf32>)
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel"]}
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: arith.addf
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction", "reduction"]} ins(%{{.*}}, %[[ACT]]#1 : tensor<?x?x16xbf16>, tensor<?x?x8xf32>) outs(%{{.*}} : tensor<16x8xf32>)
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction", "reduction"]} ins(%{{.*}}, %[[ACT]]#2 : tensor<?x?x16xbf16>, tensor<?x?x8xf32>) outs(%{{.*}} : tensor<16x8xf32>)
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction", "reduction"]} ins(%[[ACT]]#0, %{{.*}} : tensor<?x?x8xf32>, tensor<?x?x16xbf16>) outs(%{{.*}} : tensor<8x16xf32>)
 // CHECK: arith.truncf %{{.*}} : f32 to bf16
 func.func @dense(%x: tensor<?x?x16xbf16>, %wg: tensor<16x8xbf16>,
     %wu: tensor<16x8xbf16>, %wd: tensor<8x16xbf16>, %dy: tensor<?x?x16xbf16>)

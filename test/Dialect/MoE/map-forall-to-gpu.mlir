@@ -1,16 +1,22 @@
-// RUN: moe-opt %s -split-input-file -moe-map-forall-to-gpu -verify-diagnostics | FileCheck %s
+// RUN: moe-opt %s -split-input-file -moe-map-forall-to-gpu=share-tile-memory=true -verify-diagnostics | FileCheck %s
+// RUN: moe-opt %s -split-input-file -moe-map-forall-to-gpu -verify-diagnostics | FileCheck %s --check-prefix=NOSHARE
 
 // A tile program: one block per iteration, 256 threads. Its tile buffers
-// are views of the dynamic shared memory (8 + 16x8 f32 = 544 bytes); each
+// are views of the dynamic shared memory: the unused 8 floats die where they
+// are allocated, so the 16x8 tile takes their bytes (512 bytes, not 544; a
+// barrier before each of the two views); each
 // structured op is a loop over its parallel iterations starting at the
 // thread index with the block size as step, followed by a barrier; the
 // contraction accumulates in a register (iter_args), loading and storing
 // its output element once.
 
 // CHECK-LABEL: func.func @tile_program(
-// CHECK:         gpu.launch blocks(%[[BX:.+]], %{{.+}}, %{{.+}}) in (%{{.+}} = %[[N:[^,]+]], {{.*}} threads(%[[TX:.+]], %{{.+}}, %{{.+}}) in (%[[BDX:[^ ]+]] = %c256{{.*}} dynamic_shared_memory_size %c544_i32
+// CHECK:         gpu.launch blocks(%[[BX:.+]], %{{.+}}, %{{.+}}) in (%{{.+}} = %[[N:[^,]+]], {{.*}} threads(%[[TX:.+]], %{{.+}}, %{{.+}}) in (%[[BDX:[^ ]+]] = %c256{{.*}} dynamic_shared_memory_size %c512_i32
 // CHECK-SAME:    module(@tile_program_tiles_l{{[0-9]+}}_0) function(@tile_program_tiles_l{{[0-9]+}}_0)
 // CHECK:           %[[SMEM:.+]] = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+// CHECK:           gpu.barrier
+// CHECK:           memref.view %[[SMEM]][%{{.+}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<8xf32, #gpu.address_space<workgroup>>
+// CHECK:           gpu.barrier
 // CHECK:           %[[VIEW:.+]] = memref.view %[[SMEM]][%{{.+}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<16x8xf32, #gpu.address_space<workgroup>>
 // CHECK:           %[[TILE:.+]] = memref.memory_space_cast %[[VIEW]] : {{.*}} to memref<16x8xf32>
 // CHECK:           scf.for %{{.+}} = %[[TX]] to %{{.+}} step %[[BDX]] {
@@ -415,6 +421,53 @@ func.func @column_reductions(%dy: memref<?x?x64xf32>, %rstd: memref<?x?xf32>,
     %p2 = arith.mulf %a2, %r2 : f32
     %s2 = arith.addf %s, %p2 : f32
     linalg.yield %s2 : f32
+  }
+  return
+}
+
+// -----
+
+// Tiles share bytes where their lifetimes allow: %a (from its allocation to
+// the copy out of it) and %b (to the copy into %c) overlap; %c begins after
+// %a's last use and takes %a's bytes (offset 0): 512 bytes, not 768. A
+// barrier precedes the views of %a and %c, not that of %b. Without
+// share-tile-memory (the default) every tile has bytes of its own.
+
+// CHECK-LABEL: func.func @tile_sharing(
+// CHECK:         gpu.launch {{.*}} dynamic_shared_memory_size %c512_i32
+// CHECK:           %[[SMEM:.+]] = gpu.dynamic_shared_memory
+// CHECK:           gpu.barrier
+// CHECK-NEXT:      %[[OA:.+]] = arith.constant 0 : index
+// CHECK-NEXT:      %[[AT_A:.+]] = arith.addi %{{.+}}, %[[OA]]
+// CHECK-NEXT:      memref.view %[[SMEM]][%[[AT_A]]][] {{.*}} to memref<64xf32, #gpu.address_space<workgroup>>
+// CHECK-NOT:       gpu.barrier
+// CHECK:           %[[OB:.+]] = arith.constant 256 : index
+// CHECK-NEXT:      %[[AT_B:.+]] = arith.addi %{{.+}}, %[[OB]]
+// CHECK-NEXT:      memref.view %[[SMEM]][%[[AT_B]]][]
+// The copy out of %a ends with its barrier, then %c's own:
+// CHECK:           memref.subview %{{.+}}[%{{.+}}, 0, 0] [1, 1, 64]
+// CHECK:           gpu.barrier
+// CHECK-NEXT:      gpu.barrier
+// CHECK-NEXT:      %[[OC:.+]] = arith.constant 0 : index
+// CHECK-NEXT:      %[[AT_C:.+]] = arith.addi %{{.+}}, %[[OC]]
+// CHECK-NEXT:      memref.view %[[SMEM]][%[[AT_C]]][]
+// CHECK:           gpu.terminator
+// NOSHARE-LABEL: func.func @tile_sharing(
+// NOSHARE:         gpu.launch {{.*}} dynamic_shared_memory_size %c768_i32
+func.func @tile_sharing(%out: memref<?x3x64xf32>, %n: index) {
+  %zero = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  scf.forall (%i) in (%n) {
+    %a = memref.alloc() : memref<64xf32>
+    %b = memref.alloc() : memref<64xf32>
+    linalg.fill ins(%zero : f32) outs(%a : memref<64xf32>)
+    linalg.fill ins(%one : f32) outs(%b : memref<64xf32>)
+    %row0 = memref.subview %out[%i, 0, 0] [1, 1, 64] [1, 1, 1] : memref<?x3x64xf32> to memref<64xf32, strided<[1], offset: ?>>
+    linalg.copy ins(%a : memref<64xf32>) outs(%row0 : memref<64xf32, strided<[1], offset: ?>>)
+    %c = memref.alloc() : memref<64xf32>
+    linalg.copy ins(%b : memref<64xf32>) outs(%c : memref<64xf32>)
+    %row1 = memref.subview %out[%i, 1, 0] [1, 1, 64] [1, 1, 1] : memref<?x3x64xf32> to memref<64xf32, strided<[1], offset: ?>>
+    linalg.copy ins(%c : memref<64xf32>) outs(%row1 : memref<64xf32, strided<[1], offset: ?>>)
   }
   return
 }

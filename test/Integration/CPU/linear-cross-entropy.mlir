@@ -37,6 +37,18 @@
 // RUN: moe-npy compare %t/bwd_small/result0.npy %t/ref_dx.npy --rtol=5e-6 | FileCheck %s
 // RUN: moe-npy compare %t/bwd_small/result1.npy %t/ref_dw.npy --rtol=5e-6 | FileCheck %s
 
+// The GPU back end's whole-batch form (-moe-chunk-loss, before the tiling
+// would take the ops): 2 chunks of 256 and a remainder of 88, the logits of
+// each chunk for all tokens, their adjoint G, d_input summed over the chunks
+// and d_weight's rows chunk by chunk; the same bounds.
+// RUN: moe-opt %s --pass-pipeline='builtin.module(func.func(moe-chunk-loss{vocab-chunk=256}))' -o %t/chunks.mlir
+// RUN: moe-run %t/chunks.mlir --entry=loss -i %t/x.npy -i %t/w.npy -i %t/raw.npy -o %t/fwd_chunks
+// RUN: moe-npy compare %t/fwd_chunks/result0.npy %t/ref_loss.npy --rtol=1e-6 | FileCheck %s
+// RUN: moe-npy compare %t/fwd_chunks/result1.npy %t/ref_lse.npy --rtol=1e-6 | FileCheck %s
+// RUN: moe-run %t/chunks.mlir --entry=grad -i %t/x.npy -i %t/w.npy -i %t/fwd/result2.npy -o %t/bwd_chunks
+// RUN: moe-npy compare %t/bwd_chunks/result0.npy %t/ref_dx.npy --rtol=5e-6 | FileCheck %s
+// RUN: moe-npy compare %t/bwd_chunks/result1.npy %t/ref_dw.npy --rtol=5e-6 | FileCheck %s
+
 // The reference's adjoints against fp64 central differences (every entry of
 // a small problem with ignored labels).
 // RUN: moe-npy random %t/sx.npy --shape=3,5,6 --seed=64 --low=-2 --high=2

@@ -352,7 +352,8 @@ LIBRARIES = [
             modules=["moe_gemm_kernels"],
             what="dense projections and a matmul as generated tensor-core GEMMs: "
                  "f32 and bf16 operands, plain and transposed weights, ragged row "
-                 "and column tiles, an operand that is not exact in bf16"),
+                 "and column tiles, an operand that is not exact in bf16; weight "
+                 "gradients (sums over the rows) as row-split GEMMs"),
     Library("moe_grad", "test/Integration/CPU/Inputs/moe-grad.mlir",
             derive=moe_grad(16, 4, 16, SWIGLU_ATTR,
                             entries=("dispatch_grad", "combine_grad", "expert_grad")),
@@ -860,6 +861,23 @@ def gemm_reference(transposed=False, init=0.0, chain=False):
     return reference
 
 
+def wgrad_reference(init=0.0, transposed=False):
+    """The fp64 weight gradient of the input files: x [rows..., m] and
+    dy [rows..., n] summed over the rows, init + x^T dy ([m, n]), or its
+    transpose."""
+    def reference(ctx, paths):
+        import numpy as np
+        x = np.load(paths[0]).astype(np.float64)
+        dy = np.load(paths[1]).astype(np.float64)
+        x = x.reshape(-1, x.shape[-1])
+        dy = dy.reshape(-1, dy.shape[-1])
+        g = x.T @ dy
+        out = ctx.scratch("ref_g.npy")
+        np.save(out, (init + (g.T if transposed else g)).astype(np.float32))
+        return {0: out}
+    return reference
+
+
 def shared_reference(ctx, paths):
     """moe-reference glu_ffn (fp64) with SiTU-GLU."""
     return {0: ctx.moe_reference("glu_ffn", paths, SITU)}
@@ -1032,6 +1050,32 @@ def gemm_cases():
             [Check(0, "y", GEMM_BF16)], gemm_reference(chain=True),
             note="x / 3 and the hidden product are not exact in bf16: both GEMMs "
                  "round their A operand"))
+    for B, T in ((1, 1), (2, 300)):
+        cases.append(KernelCase(
+            f"gemm/input_grad/B{B}_T{T}", "gemm", "input_grad",
+            [Input("dy", (B, T, 256), Uniform(-1, 1)),
+             Input("w", (128, 256), Uniform(-0.1, 0.1))],
+            [Check(0, "y", GEMM_EXACT_IN)], gemm_reference(transposed=True)))
+    # Weight gradients: rows from one (a single split, one row) to several
+    # splits of 256 rows with a ragged last one, and 2 x 2048 (the splits
+    # sized so that tiles x splits reach 264 blocks).
+    for B, T in ((1, 1), (1, 300), (3, 259), (2, 2048)):
+        cases.append(KernelCase(
+            f"gemm/wgrad_f32/B{B}_T{T}", "gemm", "wgrad_f32",
+            [Input("x", (B, T, 256), Uniform(-1, 1)),
+             Input("dy", (B, T, 80), Uniform(-0.1, 0.1))],
+            [Check(0, "g", GEMM_EXACT_IN)], wgrad_reference()))
+    for M in (31, 777, 5000):
+        cases.append(KernelCase(
+            f"gemm/wgrad_bf16/M{M}", "gemm", "wgrad_bf16",
+            [Input("x", (M, 64), Uniform(-1, 1)),
+             Input("dy", (M, 128), Uniform(-0.1, 0.1))],
+            [Check(0, "g", GEMM_EXACT_IN)], wgrad_reference(init=0.5)))
+        cases.append(KernelCase(
+            f"gemm/wgrad_mixed_t/M{M}", "gemm", "wgrad_mixed_t",
+            [Input("x", (M, 128), Uniform(-1, 1)),
+             Input("dy", (M, 192), Uniform(-0.1, 0.1))],
+            [Check(0, "g", GEMM_EXACT_IN)], wgrad_reference(transposed=True)))
     return cases
 
 
@@ -1375,20 +1419,20 @@ def common_grad_cases():
     return cases
 
 
-MLA_GRAD = Tol(rtol=3e-2, why="the flash-attention backward on bf16 tensor cores "
+MLA_GRAD = Tol(rtol=1.2e-2, why="the flash-attention backward on bf16 tensor cores "
                "(-moe-generate-attention-grad-kernels): q, k, v and dO rounded to "
                "bf16, P and dS rounded to bf16 as operands, fp32 accumulation, after "
-               "the bf16 forward whose output (2e-2 bar) enters D and d_gate; the "
-               "forward's BF16 bar with 1.5x for the second rounding of P and dS. "
-               "A NumPy emulation of the kernels' tiling and roundings (fp64 "
-               "otherwise, an exact forward) gives 1.0e-3 to 6.4e-3 of max|ref| on "
-               "the f32 cases. Not yet measured on a GPU: tighten once it is")
-MLA_GRAD_ONE_KEY = Tol(atol=1e-2, why="dq and dk of a single token: exactly zero "
+               "the bf16 forward whose output enters D and d_gate. Measured on an "
+               "H100 (2026-12-06, all 14 cases): 1.0e-3 to 5.7e-3 of max|ref| with "
+               "f32 operands, up to 7.1e-3 (fp64) and 9.1e-3 (the CPU back end) "
+               "with bf16 ones; a NumPy emulation of the kernels' tiling and "
+               "roundings gave 1.0e-3 to 6.4e-3")
+MLA_GRAD_ONE_KEY = Tol(atol=3e-3, why="dq and dk of a single token: exactly zero "
                        "(one key: dS = P (dP - D) = 0), so absolute. On the GPU dP "
                        "takes dO rounded to bf16 (2^-9 relative) and D the fp32 "
                        "product, so dS is about 2e-3 and dq = scale dS k (scale "
-                       "96^-1/2, |k| <= 3) about 6e-4; 1e-2 leaves 15x. Not yet "
-                       "measured on a GPU")
+                       "96^-1/2, |k| <= 3) about 6e-4; measured 1.0e-3 to 1.1e-3 on "
+                       "an H100")
 
 
 def mla_grad_inputs(B, T, gate=True, qk=96, v=64):

@@ -31,6 +31,17 @@
 // CHECK: gpu.launch_func {{.*}}@rounded_chain_generic_{{.*}} blocks in
 // CHECK: gpu.launch_func {{.*}}@moe_gemm_kernels::@gemm_256x64_5 blocks in
 // CHECK: gpu.launch_func {{.*}}@moe_gemm_kernels::@gemm_64x256_6 blocks in
+// CHECK: llvm.func @wgrad_f32(
+// CHECK: gpu.launch_func {{.*}}@moe_gemm_kernels::@gemm_rowsum_256x80_7 blocks in
+// CHECK: gpu.launch_func {{.*}}@moe_gemm_kernels::@gemm_rowsum_combine_256x80_8 blocks in
+// CHECK: llvm.func @wgrad_bf16(
+// CHECK: gpu.launch_func {{.*}}@moe_gemm_kernels::@gemm_rowsum_64x128_9 blocks in
+// CHECK: gpu.launch_func {{.*}}@moe_gemm_kernels::@gemm_rowsum_combine_64x128_10 blocks in
+// CHECK: llvm.func @wgrad_mixed_t(
+// CHECK: gpu.launch_func {{.*}}@moe_gemm_kernels::@gemm_rowsum_192x128_11 blocks in
+// CHECK: gpu.launch_func {{.*}}@moe_gemm_kernels::@gemm_rowsum_combine_192x128_12 blocks in
+// CHECK: llvm.func @input_grad(
+// CHECK: gpu.launch_func {{.*}}@moe_gemm_kernels::@gemm_256x128t_13 blocks in
 // CHECK-NOT: gpu.launch_func
 // CHECK: gpu.binary @moe_gemm_kernels
 // CHECK-SAME: #nvvm.target<O = 3, chip = "sm_90", features = "+ptx81">
@@ -56,6 +67,25 @@
 // CHECK-SAME: .visible .entry gemm_32x512_4(
 // CHECK-SAME: .visible .entry gemm_256x64_5(
 // CHECK-SAME: .visible .entry gemm_64x256_6(
+// The weight gradients read A transposed; bf16 rows past a split are
+// zero-filled by cp.async's source size (16 bytes or none).
+// CHECK-SAME: .visible .entry gemm_rowsum_256x80_7(
+// CHECK-NOT: cp.async
+// CHECK-SAME: ld.global.v4
+// CHECK-SAME: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
+// CHECK-COUNT-32: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// CHECK-NOT: mma.sync
+// CHECK-SAME: .visible .entry gemm_rowsum_combine_256x80_8(
+// CHECK-NOT: mma.sync
+// CHECK-SAME: .visible .entry gemm_rowsum_64x128_9(
+// CHECK-NOT: ld.global.v4
+// CHECK-SAME: selp.b32 {{.}}09[[SIZE:%r[0-9]+]], 16, 0,
+// CHECK-SAME: cp.async.cg.shared.global [{{%rd[0-9]+}}], [{{%rd[0-9]+}}], 16, [[SIZE]];
+// CHECK-SAME: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
+// CHECK-SAME: .visible .entry gemm_rowsum_combine_64x128_10(
+// CHECK-SAME: .visible .entry gemm_rowsum_192x128_11(
+// CHECK-SAME: .visible .entry gemm_rowsum_combine_192x128_12(
+// CHECK-SAME: .visible .entry gemm_256x128t_13(
 
 // BIN: gpu.binary @moe_gemm_kernels {{.*}} bin = "\7FELF
 
@@ -65,5 +95,9 @@
 // EXACT-NOT: @moe_gemm_kernels
 // EXACT: llvm.func @project_bf16_t(
 // EXACT: gpu.launch_func {{.*}}@moe_gemm_kernels::@gemm_512x128t_0 blocks in
+// EXACT-NOT: @moe_gemm_kernels::
+// EXACT: llvm.func @wgrad_bf16(
+// EXACT: gpu.launch_func {{.*}}@moe_gemm_kernels::@gemm_rowsum_64x128_1 blocks in
+// EXACT: gpu.launch_func {{.*}}@moe_gemm_kernels::@gemm_rowsum_combine_64x128_2 blocks in
 // EXACT-NOT: @moe_gemm_kernels::
 // EXACT: gpu.binary @moe_gemm_kernels

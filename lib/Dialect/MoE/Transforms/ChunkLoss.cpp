@@ -7,12 +7,16 @@
 // vocabulary chunk, a projection of all the tokens onto the chunk's rows of
 // W and row reductions that update an online log-sum-exp, so that the GPU
 // runs each as one well-mapped kernel (a GEMM, a warp per row) instead of
-// one tile program per token tile.
+// one tile program per token tile; moe.linear_cross_entropy_grad becomes,
+// for each chunk, the chunk's logits again (a GEMM), their adjoint G (one
+// element-wise kernel) and the two products G W_c and G^T x (GEMMs).
 //
 //===----------------------------------------------------------------------===//
 
 #include "moe/Dialect/MoE/IR/MoE.h"
+#include "moe/Dialect/MoE/IR/MoEGradOps.h"
 #include "moe/Dialect/MoE/Transforms/Passes.h"
+#include "moe/Dialect/MoE/Utils/LossAdjoint.h"
 #include "moe/Dialect/MoE/Utils/TensorBuilder.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -40,6 +44,17 @@ struct MoEChunkLossPass : public moe::impl::MoEChunkLossBase<MoEChunkLossPass> {
   void runOnOperation() override;
 };
 
+/// Rows [start, start + size) of the lm_head weight `weight` ([V, d]).
+Value weightRows(ImplicitLocOpBuilder &b, Value weight, int64_t start,
+                 int64_t size) {
+  int64_t width = tensorTypeOf(weight).getDimSize(1);
+  return tensor::ExtractSliceOp::create(
+      b, weight,
+      ArrayRef<OpFoldResult>{b.getIndexAttr(start), b.getIndexAttr(0)},
+      ArrayRef<OpFoldResult>{b.getIndexAttr(size), b.getIndexAttr(width)},
+      ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
+}
+
 /// The loss and the per-token log-sum-exp of `op` (see the pass).
 std::pair<Value, Value> lowerInChunks(ImplicitLocOpBuilder &b,
                                       LinearCrossEntropyOp op, int64_t chunk) {
@@ -49,8 +64,7 @@ std::pair<Value, Value> lowerInChunks(ImplicitLocOpBuilder &b,
   Value x = tb.flattenTokens(op.getInput());
   Value labels = tb.flattenAll(op.getLabels());
   Value weight = op.getWeight();
-  ArrayRef<int64_t> wShape = tensorTypeOf(weight).getShape();
-  int64_t vocab = wShape[0], width = wShape[1];
+  int64_t vocab = tensorTypeOf(weight).getDimSize(0);
   Type labelType = tensorTypeOf(labels).getElementType();
   SmallVector<OpFoldResult> tokens = {tb.sizesOf(x)[0]};
   double negInf = -std::numeric_limits<double>::infinity();
@@ -64,11 +78,7 @@ std::pair<Value, Value> lowerInChunks(ImplicitLocOpBuilder &b,
   Value picked = tb.filled(tokens, f32, 0.0);
   for (int64_t start = 0; start < vocab; start += chunk) {
     int64_t size = std::min(chunk, vocab - start);
-    Value rowsOfW = tensor::ExtractSliceOp::create(
-        b, weight,
-        ArrayRef<OpFoldResult>{b.getIndexAttr(start), b.getIndexAttr(0)},
-        ArrayRef<OpFoldResult>{b.getIndexAttr(size), b.getIndexAttr(width)},
-        ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
+    Value rowsOfW = weightRows(b, weight, start, size);
     Value logits = tb.project(x, rowsOfW, f32, /*transposed=*/true);
     Value chunkMax = tb.reduceLast(
         logits, f32, negInf, [](OpBuilder &nb, Location loc, ValueRange a) {
@@ -165,6 +175,56 @@ std::pair<Value, Value> lowerInChunks(ImplicitLocOpBuilder &b,
   return {loss, lse};
 }
 
+/// (d_input, d_weight) of `op` (see the pass), with its result types.
+std::pair<Value, Value> lowerGradInChunks(ImplicitLocOpBuilder &b,
+                                          LinearCrossEntropyGradOp op,
+                                          int64_t chunk) {
+  TensorBuilder tb(b);
+  MLIRContext *ctx = b.getContext();
+  Type f32 = b.getF32Type();
+  Value x = tb.flattenTokens(op.getInput());
+  Value labels = tb.flattenAll(op.getLabels());
+  Value lse = tb.flattenAll(op.getLse());
+  Value coefficients = tb.flattenAll(buildTokenCoefficients(
+      b, tb, op.getLabels(), op.getDLoss(), op.getIgnoreIndex()));
+  Value weight = op.getWeight();
+  int64_t vocab = tensorTypeOf(weight).getDimSize(0);
+  AffineMap identity2 = b.getMultiDimIdentityMap(2);
+  AffineMap rows = AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx);
+
+  Value dx;
+  SmallVector<Value> dwChunks;
+  for (int64_t start = 0; start < vocab; start += chunk) {
+    int64_t size = std::min(chunk, vocab - start);
+    Value rowsOfW = weightRows(b, weight, start, size);
+    Value logits = tb.project(x, rowsOfW, f32, /*transposed=*/true);
+    Value g = tb.mapIndexed(
+        tb.sizesOf(logits), ValueRange{logits, lse, coefficients, labels},
+        {identity2, rows, rows, rows}, f32,
+        [&](OpBuilder &nb, Location loc, ValueRange a) {
+          Value column = linalg::IndexOp::create(nb, loc, 1);
+          Value offset = arith::ConstantIndexOp::create(nb, loc, start);
+          return buildLogitAdjoint(nb, loc, a[0], a[1], a[2], a[3], column,
+                                   offset);
+        });
+    // d_input += G_c W_c; d_weight's rows of the chunk = G_c^T x.
+    Value partial = tb.project(g, rowsOfW, f32, /*transposed=*/false);
+    dx = dx ? tb.add(dx, partial) : partial;
+    dwChunks.push_back(tb.matmul(g, x, /*transposeLhs=*/true));
+  }
+  Value dw = dwChunks.front();
+  if (dwChunks.size() > 1)
+    dw = tensor::ConcatOp::create(b, /*dim=*/0, dwChunks);
+  dx = tb.convert(dx, tensorTypeOf(op.getInput()).getElementType());
+  dx = tb.unflattenTokens(dx, op.getInput());
+  if (dx.getType() != op.getDInput().getType())
+    dx = tensor::CastOp::create(b, op.getDInput().getType(), dx);
+  dw = tb.convert(dw, tensorTypeOf(weight).getElementType());
+  if (dw.getType() != op.getDWeight().getType())
+    dw = tensor::CastOp::create(b, op.getDWeight().getType(), dw);
+  return {dx, dw};
+}
+
 } // namespace
 
 void MoEChunkLossPass::runOnOperation() {
@@ -174,25 +234,35 @@ void MoEChunkLossPass::runOnOperation() {
         << static_cast<int64_t>(vocabChunk);
     return signalPassFailure();
   }
-  SmallVector<LinearCrossEntropyOp> ops;
-  getOperation().walk([&](LinearCrossEntropyOp op) { ops.push_back(op); });
+  SmallVector<Operation *> ops;
+  getOperation().walk([&](Operation *op) {
+    if (isa<LinearCrossEntropyOp, LinearCrossEntropyGradOp>(op))
+      ops.push_back(op);
+  });
   IRRewriter rewriter(&getContext());
   bool failed = false;
-  for (LinearCrossEntropyOp op : ops) {
-    auto weightType = tensorTypeOf(op.getWeight());
-    auto inputType = tensorTypeOf(op.getInput());
+  for (Operation *op : ops) {
+    Value weight = op->getOperand(1), input = op->getOperand(0);
+    auto weightType = tensorTypeOf(weight);
+    auto inputType = tensorTypeOf(input);
     if (!weightType.hasStaticShape() ||
         ShapedType::isDynamic(inputType.getShape().back())) {
-      op.emitOpError("-moe-chunk-loss needs a static vocabulary and width, "
-                     "got weight ")
+      op->emitOpError("-moe-chunk-loss needs a static vocabulary and width, "
+                      "got weight ")
           << weightType;
       failed = true;
       continue;
     }
     rewriter.setInsertionPoint(op);
-    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    auto [loss, lse] = lowerInChunks(b, op, vocabChunk);
-    rewriter.replaceOp(op, ValueRange{loss, lse});
+    ImplicitLocOpBuilder b(op->getLoc(), rewriter);
+    if (auto forward = dyn_cast<LinearCrossEntropyOp>(op)) {
+      auto [loss, lse] = lowerInChunks(b, forward, vocabChunk);
+      rewriter.replaceOp(op, ValueRange{loss, lse});
+    } else {
+      auto [dx, dw] =
+          lowerGradInChunks(b, cast<LinearCrossEntropyGradOp>(op), vocabChunk);
+      rewriter.replaceOp(op, ValueRange{dx, dw});
+    }
     ++numLowered;
   }
   if (failed)

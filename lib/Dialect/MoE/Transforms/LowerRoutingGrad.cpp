@@ -550,11 +550,16 @@ SmallVector<Value> GradLowering::lower(GLUFFNGradOp op) {
   Value u = tb.project(x, wUp, f32());
   Value dh = tb.project(dy, wDown, f32(), /*transposed=*/true);
   SmallVector<Value> act = activationGrads(a, u, dh, op.getActivation());
-  Value dx = inputGrad(act[1], act[2], wGate, wUp);
-  SmallVector<Value> gateUp = contractLeading(
-      x, ValueRange{act[1], act[2]},
-      {tb.filled({attr(gateShape[0]), attr(gateShape[1])}, f32(), 0.0),
-       tb.filled({attr(gateShape[0]), attr(gateShape[1])}, f32(), 0.0)});
+  // One contraction per product, each a plain projection or weight
+  // gradient (the GPU's GEMM generator takes those, not fused pairs).
+  Value dxGate = tb.project(act[1], wGate, f32(), /*transposed=*/true);
+  Value dxUp = tb.project(act[2], wUp, f32(), /*transposed=*/true);
+  Value dx = tb.add(dxGate, dxUp);
+  SmallVector<Value> gateUp;
+  for (Value da : {act[1], act[2]})
+    gateUp.push_back(contractLeading(
+        x, ValueRange{da},
+        {tb.filled({attr(gateShape[0]), attr(gateShape[1])}, f32(), 0.0)})[0]);
   Value down = contractLeading(
       act[0], ValueRange{dy},
       {tb.filled({attr(gateShape[1]), attr(gateShape[0])}, f32(), 0.0)})[0];

@@ -141,3 +141,96 @@ func.func @rounded_chain(%x: tensor<?x256xf32>, %w1: tensor<256x64xf32>, %w2: te
   } -> tensor<?x256xf32>
   return %y : tensor<?x256xf32>
 }
+
+// Weight gradients, as the training step's reverse mode builds them: the
+// sum over the rows of an input times an output gradient, [rows..., m] x
+// [rows..., n] -> [m, n], the reduction loops first. They become row-split
+// GEMMs: A read transposed, the rows split over blocks (zero-filled past a
+// split's end), the splits' partials added in order by a second kernel.
+#xr3 = affine_map<(b, t, m, n) -> (b, t, m)>
+#yr3 = affine_map<(b, t, m, n) -> (b, t, n)>
+#g3 = affine_map<(b, t, m, n) -> (m, n)>
+#xr = affine_map<(r, m, n) -> (r, m)>
+#yr = affine_map<(r, m, n) -> (r, n)>
+#g = affine_map<(r, m, n) -> (m, n)>
+#gt = affine_map<(r, m, n) -> (n, m)>
+
+// f32 [B, T, 256] x f32 [B, T, 80] -> [256, 80]: both through registers, two
+// 128-row tiles, 64-column tiles (the second 16 wide).
+func.func @wgrad_f32(%x: tensor<?x?x256xf32>, %dy: tensor<?x?x80xf32>) -> tensor<256x80xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<256x80xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<256x80xf32>) -> tensor<256x80xf32>
+  %g = linalg.generic {indexing_maps = [#xr3, #yr3, #g3], iterator_types = ["reduction", "reduction", "parallel", "parallel"]}
+      ins(%x, %dy : tensor<?x?x256xf32>, tensor<?x?x80xf32>) outs(%f : tensor<256x80xf32>) {
+  ^bb0(%a: f32, %d: f32, %acc: f32):
+    %one = arith.constant 1.0 : f32
+    %a1 = arith.mulf %one, %a : f32
+    %m = arith.mulf %d, %a1 : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<256x80xf32>
+  return %g : tensor<256x80xf32>
+}
+
+// 0.5 + bf16 [M, 64]^T bf16 [M, 128]: both by cp.async (zero-filled past
+// the split), one 128-row tile of which 64 rows are stored.
+func.func @wgrad_bf16(%x: tensor<?x64xbf16>, %dy: tensor<?x128xbf16>) -> tensor<64x128xf32> {
+  %half = arith.constant 0.5 : f32
+  %e = tensor.empty() : tensor<64x128xf32>
+  %f = linalg.fill ins(%half : f32) outs(%e : tensor<64x128xf32>) -> tensor<64x128xf32>
+  %g = linalg.generic {indexing_maps = [#xr, #yr, #g], iterator_types = ["reduction", "parallel", "parallel"]}
+      ins(%x, %dy : tensor<?x64xbf16>, tensor<?x128xbf16>) outs(%f : tensor<64x128xf32>) {
+  ^bb0(%a: bf16, %d: bf16, %acc: f32):
+    %a32 = arith.extf %a : bf16 to f32
+    %d32 = arith.extf %d : bf16 to f32
+    %m = arith.mulf %a32, %d32 : f32
+    %s = arith.addf %m, %acc : f32
+    linalg.yield %s : f32
+  } -> tensor<64x128xf32>
+  return %g : tensor<64x128xf32>
+}
+
+// The transposed form: f32 [M, 128] and bf16 [M, 192] -> [192, 128] (the
+// output's rows follow the second operand): A through registers, B by
+// cp.async.
+func.func @wgrad_mixed_t(%x: tensor<?x128xf32>, %dy: tensor<?x192xbf16>) -> tensor<192x128xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<192x128xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<192x128xf32>) -> tensor<192x128xf32>
+  %g = linalg.generic {indexing_maps = [#xr, #yr, #gt], iterator_types = ["reduction", "parallel", "parallel"]}
+      ins(%x, %dy : tensor<?x128xf32>, tensor<?x192xbf16>) outs(%f : tensor<192x128xf32>) {
+  ^bb0(%a: f32, %d: bf16, %acc: f32):
+    %d32 = arith.extf %d : bf16 to f32
+    %m = arith.mulf %a, %d32 : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<192x128xf32>
+  return %g : tensor<192x128xf32>
+}
+
+// A projection's input gradient as the reverse mode builds it: dy [B, T,
+// 256] times the weight [128, 256] read transposed, the reduction loop
+// before the output's column loop, the weight times 1.
+#gx3 = affine_map<(b, t, n, k) -> (b, t, k)>
+#gw3 = affine_map<(b, t, n, k) -> (k, n)>
+#gy3 = affine_map<(b, t, n, k) -> (b, t, n)>
+func.func @input_grad(%dy: tensor<?x?x256xf32>, %w: tensor<128x256xf32>) -> tensor<?x?x128xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %b = tensor.dim %dy, %c0 : tensor<?x?x256xf32>
+  %t = tensor.dim %dy, %c1 : tensor<?x?x256xf32>
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty(%b, %t) : tensor<?x?x128xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<?x?x128xf32>) -> tensor<?x?x128xf32>
+  %g = linalg.generic {indexing_maps = [#gy3, #gw3, #gx3], iterator_types = ["parallel", "parallel", "reduction", "parallel"]}
+      ins(%dy, %w : tensor<?x?x256xf32>, tensor<128x256xf32>) outs(%f : tensor<?x?x128xf32>) {
+  ^bb0(%d: f32, %wv: f32, %out: f32):
+    %one = arith.constant 1.000000e+00 : f32
+    %w1 = arith.mulf %one, %wv : f32
+    %m = arith.mulf %d, %w1 : f32
+    %s = arith.addf %out, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<?x?x128xf32>
+  return %g : tensor<?x?x128xf32>
+}

@@ -772,7 +772,7 @@ def MoETileAttention : Pass<"moe-tile-attention"> {
 
 
 def MoEChunkLoss : Pass<"moe-chunk-loss", "::mlir::func::FuncOp"> {
-  let summary = "Lower the lm_head loss to whole-batch projections of vocabulary chunks and row reductions";
+  let summary = "Lower the lm_head loss and its adjoint to whole-batch projections of vocabulary chunks and row reductions";
   let description = [{
     The GPU back end's form of `moe.linear_cross_entropy` (ALGORITHMS.md
     section 7.2), at the host level where a GEMM and row reductions are
@@ -788,9 +788,17 @@ def MoEChunkLoss : Pass<"moe-chunk-loss", "::mlir::func::FuncOp"> {
     of `lse - z[label]` over the valid labels. Only one chunk's
     `[N, vocab-chunk]` logits exist at a time.
 
+    `moe.linear_cross_entropy_grad` becomes, for each chunk, the chunk's
+    logits again (a projection), their adjoint
+    `G_c = c (exp(z_c - lse) - onehot(label))` (one element-wise op; `c` is
+    `d_loss / N_valid` on the valid tokens, 0 on the others), the projection
+    `G_c W_c` added into `d_input` and the weight gradient `G_c^T x`, the
+    chunk's rows of `d_weight` (a sum over the tokens, which
+    `-moe-generate-gemm-kernels` takes as a row-split GEMM).
+
     Requirements: static `d` and `V` (a located error otherwise). Operands
-    of any float type; the logits, statistics and loss are fp32.
-    `moe.linear_cross_entropy_grad` is left to `-moe-tile-loss`.
+    of any float type; the logits, statistics, loss and adjoints are fp32,
+    the input gradients converted to the operands' types.
   }];
   let options = [
     Option<"vocabChunk", "vocab-chunk", "int64_t", /*default=*/"8192",
@@ -1408,7 +1416,17 @@ def MoEMapForallToGPU : Pass<"moe-map-forall-to-gpu", "::mlir::func::FuncOp"> {
       into the block's dynamic shared memory, at offsets fixed here; when
       they need more than `shared-memory-bytes`, views into one global
       scratch buffer of that size per block, allocated before the launch
-      and freed after it. No tile is allocated from the device heap.
+      and freed after it. No tile is allocated from the device heap. With
+      `share-tile-memory` (off by default: not yet measured on a GPU, where
+      a smaller plan may also move a program into shared memory and cut the
+      blocks an SM holds), buffers whose lifetimes do not overlap share
+      bytes: a buffer is live from its allocation to the end
+      of the last operation of its block that uses it (through views; a
+      loop that uses it counts whole), and for ever when a terminator or a
+      loop's carried values reach it; the largest buffers are placed first,
+      each at the lowest offset clear of those it overlaps, and a barrier
+      precedes each buffer that shares bytes. kimi-tiny's KDA gradient
+      stage then needs 321 KiB of tiles per block instead of 1,058 KiB.
     * **Element programs** (a body without structured ops, such as a
       scatter of indices): one thread per iteration, `block-size` threads
       per block, the last block guarded; tile buffers become
@@ -1424,7 +1442,11 @@ def MoEMapForallToGPU : Pass<"moe-map-forall-to-gpu", "::mlir::func::FuncOp"> {
     Option<"sharedMemoryBytes", "shared-memory-bytes", "int64_t",
            /*default=*/"200704",
            "Most dynamic shared memory per block for tile buffers (bytes; "
-           "the H200 allows 232448); beyond it, tiles go to global scratch">
+           "the H200 allows 232448); beyond it, tiles go to global scratch">,
+    Option<"shareTileMemory", "share-tile-memory", "bool", /*default=*/"false",
+           "Let tile buffers whose lifetimes do not overlap share bytes "
+           "(a barrier before each buffer that shares bytes); off by "
+           "default until its effect on the GPU is measured">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
