@@ -471,11 +471,17 @@ void GemmEmitter::launchRowSum(DeviceEmitter &e, const GemmShape &shape,
       b, {{e.mul(splits, e.idx(shape.m * shape.n)), f32}})[0];
   SmallVector<Value> args = {a, bMem, partials, rows, perSplit};
   gpu::GPUFuncOp partial = kernel(loc, ValueRange(args).getTypes(), shape);
-  gpu::LaunchFuncOp::create(
-      b, partial, gpu::KernelDim3{e.idx(colTiles), e.idx(rowTiles), splits},
-      gpu::KernelDim3{e.idx(kThreads), one, one},
-      arith::ConstantIntOp::create(b, sharedBytes(shape), 32), args);
-  SmallVector<Value> combineArgs = {partials, c, splits};
+  // Without rows there is nothing to read (the f32 loads are not masked):
+  // no partials, and C is init alone.
+  Value hasRows = e.ult(e.idx(0), rows);
+  e.ifThen(hasRows, [&] {
+    gpu::LaunchFuncOp::create(
+        b, partial, gpu::KernelDim3{e.idx(colTiles), e.idx(rowTiles), splits},
+        gpu::KernelDim3{e.idx(kThreads), one, one},
+        arith::ConstantIntOp::create(b, sharedBytes(shape), 32), args);
+  });
+  SmallVector<Value> combineArgs = {partials, c,
+                                    e.select(hasRows, splits, e.idx(0))};
   gpu::GPUFuncOp combine =
       combineKernel(loc, ValueRange(combineArgs).getTypes(), shape);
   int64_t outputs = shape.m * shape.n;

@@ -341,8 +341,13 @@ func.func @declined(%x: tensor<?x256xf32>, %w4: tensor<256x4xf32>, %xd: tensor<?
 // CHECK: %[[SPLITS:.+]] = arith.maxui
 // CHECK: %[[SIZE:.+]] = arith.muli %[[SPLITS]], %c20480 : index
 // CHECK: %[[P:.+]], %{{.*}} = gpu.alloc async [%{{.*}}] (%[[SIZE]]) : memref<?xf32>
+// Without rows, no partial kernel, and the combining kernel adds no split.
+// CHECK: %[[HAS:.+]] = arith.cmpi ult, %{{.*}}, %[[R]] : index
+// CHECK: scf.if %[[HAS]] {
 // CHECK: gpu.launch_func @moe_gemm_kernels::@gemm_rowsum_256x80_0 blocks in (%c2{{.*}}, %c2{{.*}}, %[[SPLITS]]) threads in (%c128{{.*}}) dynamic_shared_memory_size %c49152_i32 args(%[[A]] : memref<?x256xf32>, %[[B]] : memref<?x80xf32>, %[[P]] : memref<?xf32>, %[[R]] : index, %[[PER]] : index)
-// CHECK: gpu.launch_func @moe_gemm_kernels::@gemm_rowsum_combine_256x80_1 blocks in (%c80{{.*}}) threads in (%c256{{.*}}) dynamic_shared_memory_size %c0_i32 args(%[[P]] : memref<?xf32>, %[[OUT]] : memref<256x80xf32>, %[[SPLITS]] : index)
+// CHECK: }
+// CHECK: %[[ADDED:.+]] = arith.select %[[HAS]], %[[SPLITS]], %{{.*}} : index
+// CHECK: gpu.launch_func @moe_gemm_kernels::@gemm_rowsum_combine_256x80_1 blocks in (%c80{{.*}}) threads in (%c256{{.*}}) dynamic_shared_memory_size %c0_i32 args(%[[P]] : memref<?xf32>, %[[OUT]] : memref<256x80xf32>, %[[ADDED]] : index)
 // CHECK: %[[RESULT:.+]] = bufferization.to_tensor %[[OUT]] restrict writable
 // CHECK: return %[[RESULT]]
 // CHECK: gpu.func @gemm_rowsum_256x80_0(

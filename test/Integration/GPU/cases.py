@@ -1065,6 +1065,12 @@ def gemm_cases():
             [Input("x", (B, T, 256), Uniform(-1, 1)),
              Input("dy", (B, T, 80), Uniform(-0.1, 0.1))],
             [Check(0, "g", GEMM_EXACT_IN)], wgrad_reference()))
+    # No rows: no partial kernel, the gradient is the filled 0.5.
+    cases.append(KernelCase(
+        "gemm/wgrad_bf16/M0", "gemm", "wgrad_bf16",
+        [Input("x", (0, 64), Uniform(-1, 1)),
+         Input("dy", (0, 128), Uniform(-0.1, 0.1))],
+        [Check(0, "g", GEMM_EXACT_IN)], wgrad_reference(init=0.5)))
     for M in (31, 777, 5000):
         cases.append(KernelCase(
             f"gemm/wgrad_bf16/M{M}", "gemm", "wgrad_bf16",
