@@ -13,7 +13,6 @@
 using namespace mlir;
 using namespace mlir::moe;
 
-/// `label != ignoreIndex` on the scalar `label`.
 Value moe::buildIsValid(OpBuilder &b, Location loc, Value label,
                         int64_t ignoreIndex) {
   Value ignore = arith::ConstantOp::create(
@@ -21,8 +20,6 @@ Value moe::buildIsValid(OpBuilder &b, Location loc, Value label,
   return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, label, ignore);
 }
 
-/// The per-token coefficient of the loss adjoint, `[...]` like `labels`:
-/// `d_loss / N_valid` where the label is valid, 0 where it is ignored.
 Value moe::buildTokenCoefficients(ImplicitLocOpBuilder &b, TensorBuilder &tb,
                                   Value labels, Value dLoss,
                                   int64_t ignoreIndex) {
@@ -51,8 +48,6 @@ Value moe::buildTokenCoefficients(ImplicitLocOpBuilder &b, TensorBuilder &tb,
       });
 }
 
-/// `c (exp(z - lse) - [column + offset == label])` on a scalar score `z` of
-/// column `column` of its chunk.
 Value moe::buildLogitAdjoint(OpBuilder &b, Location loc, Value z, Value lse,
                              Value coefficient, Value label, Value column,
                              Value offset) {
