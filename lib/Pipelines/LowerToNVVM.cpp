@@ -98,7 +98,12 @@ void mlir::moe::buildLowerToNVVMPipeline(OpPassManager &pm,
   // iterations; what stays on the host is scalar. Structured ops left inside
   // kernels (those with no parallel dimension) become loops on one thread.
   pm.addPass(createMoEPrepareGPUMapping());
-  pm.addNestedPass<func::FuncOp>(createMoEMapForallToGPU());
+  // Under the bf16 policy, tile programs' f32 contractions may use tf32
+  // tensor cores (more exact than the bf16 rounding the policy allows).
+  MoEMapForallToGPUOptions mapOptions;
+  mapOptions.tileContractions =
+      options.matmulPrecision == "exact" ? "fp32" : "tf32";
+  pm.addNestedPass<func::FuncOp>(createMoEMapForallToGPU(mapOptions));
   // The host queues each function's GPU work on one stream (an outlined
   // kind's on its caller's) and waits only where it reads memory and
   // before returning.

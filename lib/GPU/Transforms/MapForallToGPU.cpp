@@ -14,6 +14,7 @@
 #include "moe/Dialect/MoE/Transforms/Passes.h"
 
 #include "ColumnReduction.h"
+#include "TileContraction.h"
 #include "TileMemoryPlan.h"
 #include "WarpReduction.h"
 
@@ -22,6 +23,8 @@
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -852,9 +855,17 @@ LogicalResult MoEMapForallToGPUPass::mapForall(IRRewriter &rewriter,
     ops.push_back(op);
     return WalkResult::skip();
   });
-  for (linalg::LinalgOp op : ops)
-    if (failed(spreadOverThreads(rewriter, op, tid, blockDim)))
+  for (linalg::LinalgOp op : ops) {
+    auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+    std::optional<TileContraction> contraction;
+    if (generic && tileContractions == "tf32")
+      contraction = matchTileContraction(generic);
+    if (contraction)
+      emitTensorCoreContraction(rewriter, generic, *contraction, tid,
+                                blockSize);
+    else if (failed(spreadOverThreads(rewriter, op, tid, blockDim)))
       return failure();
+  }
   return sequentializeParallelLoops(rewriter, launch);
 }
 
@@ -863,6 +874,12 @@ void MoEMapForallToGPUPass::runOnOperation() {
     getOperation().emitError("-moe-map-forall-to-gpu: block-size must be a "
                              "multiple of 32 in [32, 1024], got ")
         << blockSize;
+    return signalPassFailure();
+  }
+  if (tileContractions != "fp32" && tileContractions != "tf32") {
+    getOperation().emitError("-moe-map-forall-to-gpu: tile-contractions must "
+                             "be fp32 or tf32, got '")
+        << tileContractions << "'";
     return signalPassFailure();
   }
   SmallVector<scf::ForallOp> foralls;

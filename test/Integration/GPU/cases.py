@@ -389,19 +389,29 @@ LIBRARIES = [
                  "host-code kernels of -moe-map-forall-to-gpu, the weight "
                  "gradients' sums over the tokens as split column reductions"),
     Library("kda_grad", "test/Integration/GPU/Inputs/kda-grad.mlir",
+            options="matmul-precision=exact",
             derive=functions(("kda_grad_bounded", "kda_grad_value_major"),
                              "test/Integration/GPU/Inputs/kda-grad.mlir"),
             what="moe.kda_grad at kimi-tiny's heads (H = 4, K = V = 64) after "
                  "l2_norm and the bounded decay gate: the chunked backward of "
                  "-moe-tile-linear-attention (chunk 64, sub-chunk 16, dense "
                  "diagonal tiles) as fp32 tile kernels, one block per (batch, "
-                 "head); key-major and value-major states"),
+                 "head); key-major and value-major states (matmul-precision="
+                 "exact: the tiles' contractions on CUDA cores in fp32)"),
     Library("kda_grad_softplus", "test/Integration/GPU/Inputs/kda-grad.mlir",
+            options="matmul-precision=exact",
             derive=functions(("kda_grad_softplus",),
                              "test/Integration/GPU/Inputs/kda-grad.mlir"),
             what="moe.kda_grad with the softplus gate: diagonal tiles guarded at "
                  "run time (dense or per position); a library of its own so that "
                  "its kernels' failures leave the bounded cases alone"),
+    Library("kda_grad_tf32", "test/Integration/GPU/Inputs/kda-grad.mlir",
+            derive=functions(("kda_grad_bounded", "kda_grad_value_major",
+                              "kda_grad_softplus"),
+                             "test/Integration/GPU/Inputs/kda-grad.mlir"),
+            what="the kda_grad cases at the default precision (bf16): the tile "
+                 "programs' contractions on tensor cores (mma.sync m16n8k8, "
+                 "operands rounded to tf32, fp32 accumulation)"),
     Library("kimi_tiny_fn", "examples/models/kimi-tiny.mlir",
             moe_opt=["-convert-moe-model-to-func"],
             modules=["moe_kda_kernels", "moe_attention_kernels", "moe_routing_kernels",
@@ -1147,6 +1157,12 @@ KDA_GRAD_NO_STATE = Tol(rtol=1e-4, why="as KDA_GRAD without an initial state or 
                         "end is 2e-7 to 2.6e-5 from fp64 (dk the worst; dq and dg "
                         "2.3e-5) and an H200 up to 2.4e-5 from the CPU (5.6e-6 from "
                         "fp64); 1e-4 leaves 4x")
+KDA_GRAD_TF32 = Tol(rtol=4e-3, why="the chunked KDA backward with its tiles' "
+                    "contractions on tensor cores (operands rounded to tf32, "
+                    "2^-11 relative, fp32 accumulation) through about ten "
+                    "chained products per chunk: an H100 gave 9.5e-5 (dq) to "
+                    "1.5e-3 (dk) from the CPU's fp32 and from fp64; 4e-3 "
+                    "leaves 2.7x and stays 5x below the bf16 bar")
 KDA_GRAD_TINY = Tol(atol=1e-30, why="dg and dS0 under about -130 nats of decay "
                     "per step: every state decays to nothing within a step, so "
                     "they are about 1e-42 (subnormal in fp32; the CPU back end is "
@@ -1356,6 +1372,21 @@ def kda_grad_cases():
         kda_grad_reference("bounded", -5, state=False,
                            extra=["--scale=0.3", "--state-layout=value_major"]),
         note="value-major states, scale 0.3, no initial state or final-state adjoint"))
+    for B, T in ((1, 64), (2, 100), (1, 200)):
+        cases.append(KernelCase(
+            f"kda_grad_tf32/kda_grad_bounded/B{B}_T{T}", "kda_grad_tf32",
+            "kda_grad_bounded", kda_grad_inputs(B, T), kda_grad_checks(KDA_GRAD_TF32),
+            kda_grad_reference("bounded", -5)))
+    cases.append(KernelCase(
+        "kda_grad_tf32/kda_grad_value_major/B1_T100", "kda_grad_tf32",
+        "kda_grad_value_major", kda_grad_inputs(1, 100, state=False),
+        kda_grad_checks(KDA_GRAD_TF32),
+        kda_grad_reference("bounded", -5, state=False,
+                           extra=["--scale=0.3", "--state-layout=value_major"])))
+    cases.append(KernelCase(
+        "kda_grad_tf32/kda_grad_softplus/B1_T100", "kda_grad_tf32",
+        "kda_grad_softplus", kda_grad_inputs(1, 100), kda_grad_checks(KDA_GRAD_TF32),
+        kda_grad_reference("softplus")))
     return cases
 
 
