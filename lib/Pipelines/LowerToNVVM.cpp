@@ -120,6 +120,9 @@ void mlir::moe::buildLowerToNVVMPipeline(OpPassManager &pm,
   // kernels and host. Between the kernels' lowering and their serialization,
   // identical kernels become one; the serialization runs on all threads.
   pm.addPass(createConvertNVGPUToNVVMPass());
+  // Constants stay in the kernels (MLIR 22's outlining would pass each as
+  // an argument).
+  pm.addPass(createMoESinkIntoGPULaunches());
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(createConvertVectorToSCFPass());
   pm.addPass(createSCFToControlFlowPass());

@@ -16,6 +16,7 @@
 #include "ColumnReduction.h"
 #include "TileContraction.h"
 #include "TileMemoryPlan.h"
+#include "UnrolledElementLoop.h"
 #include "WarpReduction.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -42,6 +43,9 @@ using namespace mlir;
 using namespace mlir::moe;
 
 namespace {
+
+/// Elements per thread and trip of an element-wise host op's kernel.
+constexpr int64_t kElementsPerThread = 4;
 
 Value product(OpBuilder &b, Location loc, ArrayRef<Value> values) {
   Value total = indexConstant(b, loc, 1);
@@ -307,8 +311,8 @@ private:
                                   ArrayRef<memref::AllocOp> allocs);
   LogicalResult guardScalarWrites(IRRewriter &rewriter, gpu::LaunchOp launch);
   LogicalResult spreadOverThreads(IRRewriter &rewriter, linalg::LinalgOp op,
-                                  Value tid, Value threads,
-                                  bool barrier = true);
+                                  Value tid, Value threads, bool barrier = true,
+                                  int64_t unroll = 1);
 };
 
 } // namespace
@@ -514,7 +518,8 @@ LogicalResult MoEMapForallToGPUPass::guardScalarWrites(IRRewriter &rewriter,
 LogicalResult MoEMapForallToGPUPass::spreadOverThreads(IRRewriter &rewriter,
                                                        linalg::LinalgOp op,
                                                        Value tid, Value threads,
-                                                       bool barrier) {
+                                                       bool barrier,
+                                                       int64_t unroll) {
   Location loc = op.getLoc();
   if (op.getNumParallelLoops() == 0) {
     runOnThreadZero(rewriter, op, tid);
@@ -574,7 +579,9 @@ LogicalResult MoEMapForallToGPUPass::spreadOverThreads(IRRewriter &rewriter,
   for (scf::ForOp loop : reductions)
     promoteAccumulators(rewriter, loop);
   Operation *after = outer->getNextNode();
-  if (failed(parallelToStridedLoop(rewriter, outer, tid, threads)))
+  if ((!reductions.empty() || failed(emitUnrolledStridedLoop(
+                                  rewriter, outer, tid, threads, unroll))) &&
+      failed(parallelToStridedLoop(rewriter, outer, tid, threads)))
     return failure();
   if (barrier) {
     rewriter.setInsertionPoint(after);
@@ -606,8 +613,11 @@ LogicalResult MoEMapForallToGPUPass::mapHostOp(IRRewriter &rewriter,
     return mapHostReduction(rewriter, op);
   if (isColumnReduction(op))
     return mapHostColumnReduction(rewriter, op);
+  // An element-wise op: each thread takes several elements per trip of its
+  // grid-stride loop, their loads issued together.
+  int64_t unroll = op.getNumReductionLoops() == 0 ? kElementsPerThread : 1;
   if (op.getNumParallelLoops() > 0) {
-    // Enough blocks for one iteration per thread, at most 2^20 of them.
+    // Enough blocks for `unroll` iterations per thread, at most 2^20.
     SmallVector<Range> ranges = op.createLoopRanges(rewriter, loc);
     SmallVector<Value> counts;
     for (auto [range, it] : llvm::zip(ranges, op.getIteratorTypesArray()))
@@ -619,7 +629,8 @@ LogicalResult MoEMapForallToGPUPass::mapHostOp(IRRewriter &rewriter,
             getValueOrCreateConstantIndexOp(rewriter, loc, range.stride)));
     threads = indexConstant(rewriter, loc, blockSize);
     Value blocks = arith::CeilDivUIOp::create(
-        rewriter, loc, product(rewriter, loc, counts), threads);
+        rewriter, loc, product(rewriter, loc, counts),
+        indexConstant(rewriter, loc, blockSize * unroll));
     blocks = arith::MinUIOp::create(rewriter, loc, blocks,
                                     indexConstant(rewriter, loc, 1 << 20));
     grid = arith::MaxUIOp::create(rewriter, loc, blocks, one);
@@ -642,7 +653,7 @@ LogicalResult MoEMapForallToGPUPass::mapHostOp(IRRewriter &rewriter,
   Value step = arith::MulIOp::create(rewriter, loc, launch.getGridSize().x,
                                      launch.getBlockSize().x);
   if (failed(spreadOverThreads(rewriter, op, start, step,
-                               /*barrier=*/false)))
+                               /*barrier=*/false, unroll)))
     return failure();
   return sequentializeParallelLoops(rewriter, launch);
 }

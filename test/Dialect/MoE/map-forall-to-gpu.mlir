@@ -221,9 +221,12 @@ func.func @element_program(%idx: memref<?xi64>, %out: memref<?xi64>, %n: index) 
 
 // -----
 
-// A host structured op: a grid-stride loop over its parallel iterations,
-// one thread each (an element-wise op, a reduction over fewer than 32
-// iterations); a reduction over 32 or more iterations (or a dynamic count)
+// A host structured op: a grid-stride loop over its parallel iterations.
+// An element-wise op gives each thread four iterations per trip (a quarter
+// of the blocks): the four elements' loads and sums first, then the first
+// one's store and the others' each under a check that it exists. A
+// reduction over fewer than 32 iterations takes one iteration per thread
+// and trip; a reduction over 32 or more iterations (or a dynamic count)
 // takes one warp per output, lanes striding over the reduction, partials
 // combined by five xor shuffles, lane 0 updating the output; with no
 // parallel dimension, one warp in all.
@@ -233,7 +236,15 @@ func.func @element_program(%idx: memref<?xi64>, %out: memref<?xi64>, %n: index) 
 // CHECK-SAME:    function(@host_ops_generic_l{{[0-9]+}}_0)
 // CHECK:           %[[START:.+]] = arith.addi %{{.+}}, %[[TX]]
 // CHECK:           %[[STEP:.+]] = arith.muli %{{.+}}, %[[BDX]]
-// CHECK:           scf.for %{{.+}} = %[[START]] to %{{.+}} step %[[STEP]] {
+// CHECK:           %[[TRIP:.+]] = arith.muli %[[STEP]], %c4
+// CHECK:           scf.for %{{.+}} = %[[START]] to %{{.+}} step %[[TRIP]] {
+// CHECK-COUNT-4:     memref.load %{{.+}} : memref<?x64xf32>
+// CHECK-NEXT:        arith.addf
+// CHECK-NEXT:        arith.addf
+// CHECK-NEXT:        arith.addf
+// CHECK-NEXT:        arith.addf
+// CHECK-NEXT:        memref.store
+// CHECK-COUNT-3:     scf.if
 // CHECK-NOT:       gpu.barrier
 // CHECK:         gpu.launch {{.*}} threads(%[[TX2:.+]], %{{.+}}, %{{.+}}) in (%{{.+}} = %c256
 // CHECK-SAME:    function(@host_ops_generic_warps_l{{[0-9]+}}_1)

@@ -1281,6 +1281,24 @@ def MoEEarlyDealloc : Pass<"moe-early-dealloc", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }
 
+def MoESinkIntoGPULaunches : Pass<"moe-sink-into-gpu-launches"> {
+  let summary = "Copy the constants and memref.dim ops a gpu.launch body uses into it";
+  let description = [{
+    Runs just before `-gpu-kernel-outlining`, which makes every value a
+    launch body uses but does not define a kernel argument: in MLIR 22 it
+    sinks nothing, and the canonicalizer hoists the constants of launch
+    bodies to their function's entry block. A kernel then divides by a
+    tile width it receives at run time (delinearizing a [B, T, 256] index:
+    a 32-bit division per element where a shift would do), reads
+    `memref.dim` through a local-memory copy of the sizes, and loses every
+    static trip count. Each launch gets its own copies of the constant-like
+    ops and `memref.dim` ops (of values it captures anyway) it uses, with
+    their operands' defining ops of those kinds, through upstream's
+    `sinkOperationsIntoLaunchOp`; the originals stay for their other users.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
 def MoEDedupeGPUModules : Pass<"moe-dedupe-gpu-modules", "::mlir::ModuleOp"> {
   let summary = "Keep one gpu.module of each set of identical ones and launch its kernels instead";
   let description = [{
