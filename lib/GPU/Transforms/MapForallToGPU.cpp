@@ -47,31 +47,6 @@ namespace {
 /// Elements per thread and trip of an element-wise host op's kernel.
 constexpr int64_t kElementsPerThread = 4;
 
-Value product(OpBuilder &b, Location loc, ArrayRef<Value> values) {
-  Value total = indexConstant(b, loc, 1);
-  for (Value v : values)
-    total = arith::MulIOp::create(b, loc, total, v);
-  return total;
-}
-
-/// The loop indices `lb + i * step` of the linear index `linear` over
-/// `counts` (row major: the last dimension varies fastest).
-SmallVector<Value> delinearize(OpBuilder &b, Location loc, Value linear,
-                               ArrayRef<Value> counts, ArrayRef<Value> lbs,
-                               ArrayRef<Value> steps) {
-  SmallVector<Value> ivs(counts.size());
-  for (int64_t d = static_cast<int64_t>(counts.size()) - 1; d >= 0; --d) {
-    Value i = linear;
-    if (d > 0) {
-      i = arith::RemUIOp::create(b, loc, linear, counts[d]);
-      linear = arith::DivUIOp::create(b, loc, linear, counts[d]);
-    }
-    Value scaled = arith::MulIOp::create(b, loc, i, steps[d]);
-    ivs[d] = arith::AddIOp::create(b, loc, lbs[d], scaled);
-  }
-  return ivs;
-}
-
 /// Replaces `par` (no reductions) by `scf.for %l = start to N step step`
 /// over its linearized iteration space: with the thread index and the block
 /// size, the block's threads share the iterations; with 0 and 1, one thread

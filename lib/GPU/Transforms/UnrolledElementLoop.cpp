@@ -41,15 +41,14 @@ LogicalResult mlir::moe::emitUnrolledStridedLoop(RewriterBase &rewriter,
   for (auto [lb, ub, s] :
        llvm::zip(par.getLowerBound(), par.getUpperBound(), par.getStep()))
     counts.push_back(tripCount(rewriter, loc, lb, ub, s));
-  Value total = indexConstant(rewriter, loc, 1);
-  for (Value count : counts)
-    total = arith::MulIOp::create(rewriter, loc, total, count);
+  Value total = product(rewriter, loc, counts);
   Value stride = arith::MulIOp::create(rewriter, loc, step,
                                        indexConstant(rewriter, loc, unroll));
   auto loop = scf::ForOp::create(rewriter, loc, start, total, stride);
   rewriter.setInsertionPointToStart(loop.getBody());
   Value base = loop.getInductionVar();
 
+  SmallVector<Value> lbs(par.getLowerBound()), steps(par.getStep());
   SmallVector<IRMapping> mappings(unroll);
   SmallVector<Value> inRange(unroll);
   for (int64_t j = 0; j < unroll; ++j) {
@@ -63,18 +62,8 @@ LogicalResult mlir::moe::emitUnrolledStridedLoop(RewriterBase &rewriter,
           rewriter, loc, arith::CmpIPredicate::ult, index, total);
       linear = arith::SelectOp::create(rewriter, loc, inRange[j], index, base);
     }
-    // Row major: the last dimension varies fastest.
-    SmallVector<Value> ivs(counts.size());
-    for (int64_t d = static_cast<int64_t>(counts.size()) - 1; d >= 0; --d) {
-      Value i = linear;
-      if (d > 0) {
-        i = arith::RemUIOp::create(rewriter, loc, linear, counts[d]);
-        linear = arith::DivUIOp::create(rewriter, loc, linear, counts[d]);
-      }
-      ivs[d] = arith::AddIOp::create(
-          rewriter, loc, par.getLowerBound()[d],
-          arith::MulIOp::create(rewriter, loc, i, par.getStep()[d]));
-    }
+    SmallVector<Value> ivs =
+        delinearize(rewriter, loc, linear, counts, lbs, steps);
     mappings[j].map(body->getArguments(), ivs);
   }
   // The loads (with the index arithmetic they need) of every iteration,

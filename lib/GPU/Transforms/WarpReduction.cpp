@@ -120,6 +120,30 @@ Value mlir::moe::tripCount(OpBuilder &b, Location loc, Value lb, Value ub,
   return arith::MaxSIOp::create(b, loc, count, indexConstant(b, loc, 0));
 }
 
+Value mlir::moe::product(OpBuilder &b, Location loc, ArrayRef<Value> values) {
+  Value total = indexConstant(b, loc, 1);
+  for (Value v : values)
+    total = arith::MulIOp::create(b, loc, total, v);
+  return total;
+}
+
+SmallVector<Value> mlir::moe::delinearize(OpBuilder &b, Location loc,
+                                          Value linear, ArrayRef<Value> counts,
+                                          ArrayRef<Value> lbs,
+                                          ArrayRef<Value> steps) {
+  SmallVector<Value> ivs(counts.size());
+  for (int64_t d = static_cast<int64_t>(counts.size()) - 1; d >= 0; --d) {
+    Value i = linear;
+    if (d > 0) {
+      i = arith::RemUIOp::create(b, loc, linear, counts[d]);
+      linear = arith::DivUIOp::create(b, loc, linear, counts[d]);
+    }
+    Value scaled = arith::MulIOp::create(b, loc, i, steps[d]);
+    ivs[d] = arith::AddIOp::create(b, loc, lbs[d], scaled);
+  }
+  return ivs;
+}
+
 bool mlir::moe::hasReorderableReductions(linalg::LinalgOp op,
                                          int64_t minExtent) {
   if (!op.hasPureBufferSemantics() || op.getNumReductionLoops() == 0 ||

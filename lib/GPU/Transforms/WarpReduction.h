@@ -24,6 +24,15 @@ Value indexConstant(OpBuilder &b, Location loc, int64_t value);
 /// The iterations of a loop from `lb` to `ub` by `step` (0 when empty).
 Value tripCount(OpBuilder &b, Location loc, Value lb, Value ub, Value step);
 
+/// The product of `values` (1 when empty).
+Value product(OpBuilder &b, Location loc, ArrayRef<Value> values);
+
+/// The loop indices `lb + i * step` of the linear index `linear` over
+/// `counts` (row major: the last dimension varies fastest).
+SmallVector<Value> delinearize(OpBuilder &b, Location loc, Value linear,
+                               ArrayRef<Value> counts, ArrayRef<Value> lbs,
+                               ArrayRef<Value> steps);
+
 /// Whether `op` (with buffer semantics) is a reduction whose iterations may
 /// be combined in any order: it has reduction loops with at least
 /// `minExtent` iterations in all (or a dynamic count), its outputs are
