@@ -123,7 +123,7 @@ void mlir::moe::buildLowerToNVVMPipeline(OpPassManager &pm,
   // Constants stay in the kernels (MLIR 22's outlining would pass each as
   // an argument).
   pm.addPass(createMoESinkIntoGPULaunches());
-  pm.addPass(createGpuKernelOutliningPass());
+  pm.addPass(createMoEOutlineGPUKernels());
   pm.addPass(createConvertVectorToSCFPass());
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(createConvertNVVMToLLVMPass());

@@ -782,6 +782,12 @@ LogicalResult MoEMapForallToGPUPass::mapForall(IRRewriter &rewriter,
   auto launch =
       gpu::LaunchOp::create(rewriter, loc, grid, one, one, threads, one, one);
   nameKernel(launch, tileProgram ? "tiles" : "elements", loc);
+  // A tile program waits on its block's memory after every op: more blocks
+  // per SM hide that latency better than more registers per thread (the
+  // KDA gradient's 248 registers left one block per SM).
+  if (tileProgram && tileBlocksPerSM > 0)
+    launch->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
+                    rewriter.getI32IntegerAttr(tileBlocksPerSM));
   Block &body = launch.getBody().front();
   rewriter.setInsertionPointToEnd(&body);
   auto terminator = gpu::TerminatorOp::create(rewriter, loc);

@@ -1,5 +1,6 @@
 // RUN: moe-opt %s -split-input-file -moe-map-forall-to-gpu=share-tile-memory=true -verify-diagnostics | FileCheck %s
 // RUN: moe-opt %s -split-input-file -moe-map-forall-to-gpu -verify-diagnostics | FileCheck %s --check-prefix=NOSHARE
+// RUN: moe-opt %s -split-input-file -moe-map-forall-to-gpu=tile-blocks-per-sm=0 -verify-diagnostics | FileCheck %s --check-prefix=NOHINT
 
 // A tile program: one block per iteration, 256 threads. Its tile buffers
 // are views of the dynamic shared memory: the unused 8 floats die where they
@@ -8,8 +9,14 @@
 // structured op is a loop over its parallel iterations starting at the
 // thread index with the block size as step, followed by a barrier; the
 // contraction accumulates in a register (iter_args), loading and storing
-// its output element once.
+// its output element once. The launch asks for registers that let two
+// blocks share an SM (nvvm.minctasm, none with tile-blocks-per-sm=0).
 
+// NOHINT-LABEL: func.func @tile_program(
+// NOHINT:         gpu.terminator
+// NOHINT-NEXT:    }
+// NOHINT-NOT:     nvvm.minctasm
+// NOHINT-LABEL: func.func
 // CHECK-LABEL: func.func @tile_program(
 // CHECK:         gpu.launch blocks(%[[BX:.+]], %{{.+}}, %{{.+}}) in (%{{.+}} = %[[N:[^,]+]], {{.*}} threads(%[[TX:.+]], %{{.+}}, %{{.+}}) in (%[[BDX:[^ ]+]] = %c256{{.*}} dynamic_shared_memory_size %c512_i32
 // CHECK-SAME:    module(@tile_program_tiles_l{{[0-9]+}}_0) function(@tile_program_tiles_l{{[0-9]+}}_0)
@@ -40,6 +47,7 @@
 // CHECK-NOT:       memref.alloc
 // CHECK-NOT:       memref.dealloc
 // CHECK:           gpu.terminator
+// CHECK-NEXT:    } {nvvm.minctasm = 2 : i32}
 // CHECK-NOT:   scf.forall
 func.func @tile_program(%x: memref<?x16xf32>, %w: memref<16x8xf32>,
                         %out: memref<?x8xf32>, %count: memref<?xf32>, %n: index) {

@@ -1299,6 +1299,21 @@ def MoESinkIntoGPULaunches : Pass<"moe-sink-into-gpu-launches"> {
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }
 
+def MoEOutlineGPUKernels : Pass<"moe-outline-gpu-kernels", "::mlir::ModuleOp"> {
+  let summary = "Upstream's -gpu-kernel-outlining, keeping each gpu.launch's nvvm.* attributes on its kernel";
+  let description = [{
+    Runs upstream's `-gpu-kernel-outlining` and then puts the `nvvm.*`
+    attributes each `gpu.launch` carried (hints to the PTX compiler such as
+    `nvvm.minctasm`, the blocks per SM its registers must allow; upstream
+    drops a launch's attributes) on the `gpu.func` it became, where
+    `-convert-gpu-to-nvvm` keeps them for the PTX (`.minnctapersm`). A
+    launch is matched to its kernel by the kernel's name: a launch with
+    such attributes and no `function` name (or one another launch uses) is
+    given a unique one first.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
 def MoEDedupeGPUModules : Pass<"moe-dedupe-gpu-modules", "::mlir::ModuleOp"> {
   let summary = "Keep one gpu.module of each set of identical ones and launch its kernels instead";
   let description = [{
@@ -1444,6 +1459,13 @@ def MoEMapForallToGPU : Pass<"moe-map-forall-to-gpu", "::mlir::func::FuncOp"> {
       each at the lowest offset clear of those it overlaps, and a barrier
       precedes each buffer that shares bytes. kimi-tiny's KDA gradient
       stage then needs 321 KiB of tiles per block instead of 1,058 KiB.
+    * A tile program's launch carries `nvvm.minctasm` =
+      `tile-blocks-per-sm` (2), which `-moe-outline-gpu-kernels` puts on
+      its kernel: the PTX compiler keeps its registers within what that
+      many resident blocks allow. A tile program waits on its memory after
+      every op, so a second block per SM hides more latency than registers
+      do: kimi-tiny's KDA gradient stage used 248 registers (one block per
+      SM) and took 26.6 ms a step on an H100, with two blocks 19.8 ms.
     * **Element programs** (a body without structured ops, such as a
       scatter of indices): one thread per iteration, `block-size` threads
       per block, the last block guarded; tile buffers become
@@ -1474,6 +1496,12 @@ def MoEMapForallToGPU : Pass<"moe-map-forall-to-gpu", "::mlir::func::FuncOp"> {
            "Let tile buffers whose lifetimes do not overlap share bytes "
            "(a barrier before each buffer that shares bytes); off by "
            "default: no faster training step measured">,
+    Option<"tileBlocksPerSM", "tile-blocks-per-sm", "int64_t",
+           /*default=*/"2",
+           "Blocks of a tile program that an SM must be able to hold: its "
+           "launch gets nvvm.minctasm, so the PTX compiler keeps the "
+           "registers per thread within what that many blocks allow "
+           "(0: no limit)">,
     Option<"tileContractions", "tile-contractions", "std::string",
            /*default=*/"\"fp32\"",
            "How tile programs' f32 matmul-like contractions run: fp32 (CUDA "
