@@ -103,6 +103,10 @@ void mlir::moe::buildLowerToNVVMPipeline(OpPassManager &pm,
   MoEMapForallToGPUOptions mapOptions;
   mapOptions.tileContractions =
       options.matmulPrecision == "exact" ? "fp32" : "tf32";
+  mapOptions.shareTileMemory = options.shareTileMemory;
+  mapOptions.tileBlocksPerSM = options.tileBlocksPerSM;
+  mapOptions.elideBarriers = options.elideBarriers;
+  mapOptions.tileElementsPerThread = options.tileElementsPerThread;
   pm.addNestedPass<func::FuncOp>(createMoEMapForallToGPU(mapOptions));
   // The host queues each function's GPU work on one stream (an outlined
   // kind's on its caller's) and waits only where it reads memory and

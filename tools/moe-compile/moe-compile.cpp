@@ -237,6 +237,14 @@ static cl::opt<std::string> matmulPrecision(
              "cores, f32 ones stay fp32)"),
     cl::value_desc("bf16|exact"), cl::init("bf16"), cl::cat(compileCategory));
 
+static cl::opt<std::string> gpuPipelineOptions(
+    "gpu-pipeline-options",
+    cl::desc("--target=cuda: further options of the moe-lower-to-nvvm "
+             "pipeline, in its textual form (e.g. 'share-tile-memory=true "
+             "tile-blocks-per-sm=3'; `moe-opt --help` lists them); they win "
+             "over --gpu-format and --matmul-precision"),
+    cl::value_desc("options"), cl::init(""), cl::cat(compileCategory));
+
 /// The name of the compiled forward function, which the driver calls.
 static constexpr llvm::StringLiteral kEntryName = "moe_model_forward";
 /// The name of the compiled train step (docs/Training.md), which the
@@ -630,6 +638,9 @@ static LogicalResult lowerToLLVMDialect(ModuleOp module, TimingScope &timer) {
     options.format = gpuFormat;
     options.matmulPrecision = matmulPrecision;
     options.outlineKinds = useOutlineKinds();
+    // Checked in main before any work.
+    if (failed(options.parseFromString(gpuPipelineOptions)))
+      return failure();
     moe::buildLowerToNVVMPipeline(pm, options);
   } else {
     moe::LowerToCPUOptions options;
@@ -980,6 +991,7 @@ static FailureOr<std::string> buildCacheKey(llvm::StringRef input,
   key.add("outline-kinds", useOutlineKinds() ? "1" : "0");
   key.add("gpu-format", gpuFormat);
   key.add("matmul-precision", matmulPrecision);
+  key.add("gpu-pipeline-options", gpuPipelineOptions);
   key.add("triple", host.triple.str());
   key.add("cpu", host.cpu);
   key.add("features", host.sortedFeatures);
@@ -1086,10 +1098,20 @@ static LogicalResult compile(const char *argv0, TimingScope &root,
     if (matmulPrecision != "bf16" && matmulPrecision != "exact")
       return toolError("--matmul-precision must be bf16 or exact, got '" +
                        matmulPrecision.getValue() + "'");
+    {
+      moe::LowerToNVVMOptions check;
+      std::string message;
+      llvm::raw_string_ostream errors(message);
+      if (failed(check.parseFromString(gpuPipelineOptions, errors)))
+        return toolError("--gpu-pipeline-options: cannot parse '" +
+                         gpuPipelineOptions.getValue() + "': " + message);
+    }
     // Kernels link libdevice (exp, log, ...), found through CUDA_HOME.
     if (!std::getenv("CUDA_HOME") &&
         llvm::sys::fs::exists("/usr/local/cuda/nvvm/libdevice"))
       setenv("CUDA_HOME", "/usr/local/cuda", /*overwrite=*/0);
+  } else if (!gpuPipelineOptions.empty()) {
+    return toolError("--gpu-pipeline-options needs --target=cuda");
   }
   if (optLevel > 3)
     return toolError("--opt-level must be 0, 1, 2 or 3");
@@ -1337,7 +1359,8 @@ int main(int argc, char **argv) {
       "hit' or 'cache miss' and names the entry. The key is the SHA-256 of\n"
       "the input's name and text, the options that change the object\n"
       "(--target, --model, --forward-only, --opt-level, --blas, --profile,\n"
-      "--outline-kinds, --jobs, --gpu-format, --matmul-precision), the\n"
+      "--outline-kinds, --jobs, --gpu-format, --matmul-precision,\n"
+      "--gpu-pipeline-options), the\n"
       "host CPU and its features,\n"
       "CUDA_HOME for cuda, the LLVM version and the SHA-256 of this\n"
       "moe-compile executable itself, so rebuilding the compiler changes\n"

@@ -130,6 +130,28 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
                      "function that each instance calls, on its caller's "
                      "stream (-moe-outline-kinds)"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> shareTileMemory{
+      *this, "share-tile-memory",
+      llvm::cl::desc("Tile buffers whose lifetimes do not overlap share "
+                     "bytes (-moe-map-forall-to-gpu's share-tile-memory)"),
+      llvm::cl::init(false)};
+  PassOptions::Option<int64_t> tileBlocksPerSM{
+      *this, "tile-blocks-per-sm",
+      llvm::cl::desc("Blocks of a tile program an SM must be able to hold "
+                     "(-moe-map-forall-to-gpu's tile-blocks-per-sm; 0: no "
+                     "limit on registers)"),
+      llvm::cl::init(2)};
+  PassOptions::Option<int64_t> tileElementsPerThread{
+      *this, "tile-elements-per-thread",
+      llvm::cl::desc("Iterations of a tile program's element-wise op a "
+                     "thread issues together (-moe-map-forall-to-gpu's "
+                     "tile-elements-per-thread)"),
+      llvm::cl::init(8)};
+  PassOptions::Option<bool> elideBarriers{
+      *this, "elide-barriers",
+      llvm::cl::desc("Erase tile-program barriers between independent ops "
+                     "(-moe-map-forall-to-gpu's elide-barriers)"),
+      llvm::cl::init(true)};
 };
 
 /// Adds the passes that lower moe-specific ops to upstream tensor-level IR

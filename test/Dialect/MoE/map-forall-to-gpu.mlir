@@ -1,4 +1,4 @@
-// RUN: moe-opt %s -split-input-file -moe-map-forall-to-gpu=share-tile-memory=true -verify-diagnostics | FileCheck %s
+// RUN: moe-opt %s -split-input-file -moe-map-forall-to-gpu="share-tile-memory=true elide-barriers=false" -verify-diagnostics | FileCheck %s
 // RUN: moe-opt %s -split-input-file -moe-map-forall-to-gpu -verify-diagnostics | FileCheck %s --check-prefix=NOSHARE
 // RUN: moe-opt %s -split-input-file -moe-map-forall-to-gpu=tile-blocks-per-sm=0 -verify-diagnostics | FileCheck %s --check-prefix=NOHINT
 
@@ -519,6 +519,36 @@ func.func @nested(%n: index) {
   scf.forall (%i) in (%n) {
     scf.forall (%j) in (%n) {
     }
+  }
+  return
+}
+
+// -----
+
+// A tile program's static element-wise op over a 64 x 64 tile: each of the
+// 256 threads takes eight elements per trip (step 2048), their loads first,
+// then the products, then the stores (the last seven guarded).
+
+// NOSHARE-LABEL: func.func @tile_unroll(
+// NOSHARE:         gpu.launch
+// NOSHARE:           %[[STEP:.+]] = arith.muli %{{.+}}, %c8
+// NOSHARE:           scf.for %{{.+}} = %{{.+}} to %{{.+}} step %[[STEP]] {
+// NOSHARE-COUNT-8:     memref.load %subview
+// NOSHARE-COUNT-8:     arith.mulf
+// NOSHARE:             memref.store
+// NOSHARE-COUNT-7:     scf.if
+func.func @tile_unroll(%x: memref<?x64x64xf32>, %out: memref<?x64x64xf32>, %n: index) {
+  %two = arith.constant 2.0 : f32
+  scf.forall (%i) in (%n) {
+    %t = memref.alloc() : memref<64x64xf32>
+    %in = memref.subview %x[%i, 0, 0] [1, 64, 64] [1, 1, 1] : memref<?x64x64xf32> to memref<64x64xf32, strided<[64, 1], offset: ?>>
+    linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%in : memref<64x64xf32, strided<[64, 1], offset: ?>>) outs(%t : memref<64x64xf32>) {
+    ^bb0(%a: f32, %b: f32):
+      %m = arith.mulf %a, %two : f32
+      linalg.yield %m : f32
+    }
+    %o = memref.subview %out[%i, 0, 0] [1, 64, 64] [1, 1, 1] : memref<?x64x64xf32> to memref<64x64xf32, strided<[64, 1], offset: ?>>
+    linalg.copy ins(%t : memref<64x64xf32>) outs(%o : memref<64x64xf32, strided<[64, 1], offset: ?>>)
   }
   return
 }

@@ -362,15 +362,20 @@ LIBRARIES = [
     Library("moe_grad", "test/Integration/CPU/Inputs/moe-grad.mlir",
             derive=moe_grad(16, 4, 16, SWIGLU_ATTR,
                             entries=("dispatch_grad", "combine_grad", "expert_grad")),
+            options="matmul-precision=exact",
             what="the MoE FFN's gradient ops (d = 32, E = 16, top-4, F = 16, "
                  "SwiGLU; test/Integration/CPU/Inputs/moe-grad.mlir): "
                  "expert_ffn_grad with each expert's rows split over blocks "
                  "(expert-grad-blocks=264), dispatch_grad, combine_grad; fp32 "
-                 "tile kernels on CUDA cores"),
+                 "tile kernels on CUDA cores (matmul-precision=exact: at the "
+                 "default, their contractions run on tf32 tensor cores)"),
     Library("moe_grad_situ", "test/Integration/CPU/Inputs/moe-grad.mlir",
             derive=moe_grad(16, 2, 16, SITU_ATTR),
+            options="matmul-precision=exact",
             what="expert_ffn_grad with SiTU-GLU (gate_beta 4, up_beta 25; d = 32, "
-                 "E = 16, top-2, F = 16)"),
+                 "E = 16, top-2, F = 16), fp32 (at the default, dw_down's "
+                 "contraction runs on tf32 tensor cores: 2.4e-4 to 2.6e-4 from "
+                 "fp64 on an H100)"),
     Library("moe_grad_d256", "test/Integration/CPU/Inputs/moe-grad.mlir",
             derive=moe_grad(4, 2, 128, SWIGLU_ATTR, d=256),
             modules=["moe_expert_grad_kernels"],

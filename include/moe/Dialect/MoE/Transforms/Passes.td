@@ -1466,6 +1466,21 @@ def MoEMapForallToGPU : Pass<"moe-map-forall-to-gpu", "::mlir::func::FuncOp"> {
       every op, so a second block per SM hides more latency than registers
       do: kimi-tiny's KDA gradient stage used 248 registers (one block per
       SM) and took 26.6 ms a step on an H100, with two blocks 19.8 ms.
+    * With `elide-barriers` (on), a barrier of the program's top level
+      goes when the ops since the last barrier kept and those up to the
+      next one are independent: no byte one of them writes is read or
+      written by the other (`BarrierElision.cpp`; tile buffers told apart
+      by their byte ranges in the block's memory, other buffers and ops of
+      unknown effects depending on everything). Warps done with one op then
+      start the next instead of waiting for the block.
+    * A static element-wise op of a tile program gives each thread up to
+      `tile-elements-per-thread` (8) of its iterations per trip, their
+      loads issued before their computations and stores (as for the
+      element-wise host ops): more loads in flight per thread, where the
+      program waits on its tiles' memory (kimi-tiny's training step on an
+      H100: 77.8 ms of kernels with 1, 72.1-73.0 with 4, 72.4-72.5 with 8
+      where 4 gave 74.5-74.8 in the same call, 76.3 with 16, whose
+      registers spill).
     * **Element programs** (a body without structured ops, such as a
       scatter of indices): one thread per iteration, `block-size` threads
       per block, the last block guarded; tile buffers become
@@ -1502,11 +1517,21 @@ def MoEMapForallToGPU : Pass<"moe-map-forall-to-gpu", "::mlir::func::FuncOp"> {
            "launch gets nvvm.minctasm, so the PTX compiler keeps the "
            "registers per thread within what that many blocks allow "
            "(0: no limit)">,
+    Option<"tileElementsPerThread", "tile-elements-per-thread", "int64_t",
+           /*default=*/"8",
+           "Most iterations of a tile program's element-wise op that a "
+           "thread issues together, loads first (1: one at a time)">,
+    Option<"elideBarriers", "elide-barriers", "bool", /*default=*/"true",
+           "Erase a tile program's barriers between stretches of ops that "
+           "touch no common bytes (or only read them)">,
     Option<"tileContractions", "tile-contractions", "std::string",
            /*default=*/"\"fp32\"",
            "How tile programs' f32 matmul-like contractions run: fp32 (CUDA "
            "cores, whole output elements per thread) or tf32 (mma.sync "
            "m16n8k8 per warp, operands rounded to tf32, fp32 accumulation)">
+  ];
+  let statistics = [
+    Statistic<"numElidedBarriers", "num-elided-barriers", "Number of tile-program barriers erased between independent ops">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
