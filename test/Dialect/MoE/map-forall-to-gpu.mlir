@@ -1,6 +1,7 @@
 // RUN: moe-opt %s -split-input-file -moe-map-forall-to-gpu="share-tile-memory=true elide-barriers=false" -verify-diagnostics | FileCheck %s
 // RUN: moe-opt %s -split-input-file -moe-map-forall-to-gpu -verify-diagnostics | FileCheck %s --check-prefix=NOSHARE
 // RUN: moe-opt %s -split-input-file -moe-map-forall-to-gpu=tile-blocks-per-sm=0 -verify-diagnostics | FileCheck %s --check-prefix=NOHINT
+// RUN: moe-opt %s -split-input-file -moe-map-forall-to-gpu=tile-elements-per-thread=8 -verify-diagnostics | FileCheck %s --check-prefix=UNROLL
 
 // A tile program: one block per iteration, 256 threads. Its tile buffers
 // are views of the dynamic shared memory: the unused 8 floats die where they
@@ -525,18 +526,25 @@ func.func @nested(%n: index) {
 
 // -----
 
-// A tile program's static element-wise op over a 64 x 64 tile: each of the
-// 256 threads takes eight elements per trip (step 2048), their loads first,
-// then the products, then the stores (the last seven guarded).
+// A tile program's static element-wise op over a 64 x 64 tile: with
+// tile-elements-per-thread=8 each of the 256 threads takes eight elements
+// per trip (step 2048), their loads first, then the products, then the
+// stores (the last seven guarded); by default one per trip.
 
+// UNROLL-LABEL: func.func @tile_unroll(
+// UNROLL:         gpu.launch
+// UNROLL:           %[[STEP:.+]] = arith.muli %{{.+}}, %c8
+// UNROLL:           scf.for %{{.+}} = %{{.+}} to %{{.+}} step %[[STEP]] {
+// UNROLL-COUNT-8:     memref.load %subview
+// UNROLL-COUNT-8:     arith.mulf
+// UNROLL:             memref.store
+// UNROLL-COUNT-7:     scf.if
 // NOSHARE-LABEL: func.func @tile_unroll(
-// NOSHARE:         gpu.launch
-// NOSHARE:           %[[STEP:.+]] = arith.muli %{{.+}}, %c8
-// NOSHARE:           scf.for %{{.+}} = %{{.+}} to %{{.+}} step %[[STEP]] {
-// NOSHARE-COUNT-8:     memref.load %subview
-// NOSHARE-COUNT-8:     arith.mulf
-// NOSHARE:             memref.store
-// NOSHARE-COUNT-7:     scf.if
+// NOSHARE:         scf.for %{{.+}} = %{{.+}} to %{{.+}} step %{{[a-z0-9_]+}} {
+// NOSHARE-NEXT:      arith.remui
+// NOSHARE-NOT:       scf.if
+// NOSHARE:           memref.store
+// NOSHARE-NEXT:    }
 func.func @tile_unroll(%x: memref<?x64x64xf32>, %out: memref<?x64x64xf32>, %n: index) {
   %two = arith.constant 2.0 : f32
   scf.forall (%i) in (%n) {

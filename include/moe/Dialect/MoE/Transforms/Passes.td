@@ -1474,13 +1474,16 @@ def MoEMapForallToGPU : Pass<"moe-map-forall-to-gpu", "::mlir::func::FuncOp"> {
       unknown effects depending on everything). Warps done with one op then
       start the next instead of waiting for the block.
     * A static element-wise op of a tile program gives each thread up to
-      `tile-elements-per-thread` (8) of its iterations per trip, their
+      `tile-elements-per-thread` (1: off) of its iterations per trip, their
       loads issued before their computations and stores (as for the
       element-wise host ops): more loads in flight per thread, where the
       program waits on its tiles' memory (kimi-tiny's training step on an
       H100: 77.8 ms of kernels with 1, 72.1-73.0 with 4, 72.4-72.5 with 8
       where 4 gave 74.5-74.8 in the same call, 76.3 with 16, whose
-      registers spill).
+      registers spill). Off by default: the copies cost the PTX compile
+      (kimi-tiny's CUDA compile 25.5 s with 1, 41.6 s with 4, 54.0 s with 8
+      on a 2-core machine); `moe-compile --gpu-pipeline-options=
+      'tile-elements-per-thread=8'` asks for them.
     * **Element programs** (a body without structured ops, such as a
       scatter of indices): one thread per iteration, `block-size` threads
       per block, the last block guarded; tile buffers become
@@ -1518,7 +1521,7 @@ def MoEMapForallToGPU : Pass<"moe-map-forall-to-gpu", "::mlir::func::FuncOp"> {
            "registers per thread within what that many blocks allow "
            "(0: no limit)">,
     Option<"tileElementsPerThread", "tile-elements-per-thread", "int64_t",
-           /*default=*/"8",
+           /*default=*/"1",
            "Most iterations of a tile program's element-wise op that a "
            "thread issues together, loads first (1: one at a time)">,
     Option<"elideBarriers", "elide-barriers", "bool", /*default=*/"true",
