@@ -179,12 +179,24 @@ gpu::GPUFuncOp GemmEmitter::kernel(Location loc, TypeRange argTypes,
   for (StagedOperand *op : {&a, &w})
     (op->f32 ? registerOps : asyncOps).push_back(op);
 
+  // A reduction size that is not a multiple of kStep (a multiple of 8):
+  // the last step's chunks past k read nothing and are zeros.
+  bool kTail = !shape.rowSum && shape.k % kStep != 0;
+  auto reductionIndex = [&](const StagedOperand &op, const Piece &p, Value k0) {
+    return e.add(op.kOnRow ? p.row : p.col, k0);
+  };
+  auto inReduction = [&](const StagedOperand &op, const Piece &p, Value k0) {
+    return e.ult(reductionIndex(op, p, k0), e.idx(shape.k));
+  };
   auto globalIndex = [&](const StagedOperand &op, const Piece &p, Value k0) {
     if (shape.rowSum) // Past the split: a valid row, its data unused.
       return SmallVector<Value>{
           arith::MinUIOp::create(b, e.add(p.row, k0), lastRow), p.col};
-    return op.kOnRow ? SmallVector<Value>{e.add(p.row, k0), p.col}
-                     : SmallVector<Value>{p.row, e.add(p.col, k0)};
+    Value k = reductionIndex(op, p, k0);
+    if (kTail) // Past k: a valid chunk, its data unused.
+      k = arith::MinUIOp::create(b, k, e.idx(shape.k - 8));
+    return op.kOnRow ? SmallVector<Value>{k, p.col}
+                     : SmallVector<Value>{p.row, k};
   };
   // rowSum: whether the piece's row at step offset k0 is in the split.
   auto inSplit = [&](const Piece &p, Value k0) {
@@ -197,9 +209,11 @@ gpu::GPUFuncOp GemmEmitter::kernel(Location loc, TypeRange argTypes,
     for (StagedOperand *op : asyncOps)
       for (const Piece &p : op->pieces) {
         // rowSum: rows past the split read nothing and fill zeros.
-        Value srcElements = shape.rowSum
-                                ? e.select(inSplit(p, k0), e.idx(8), e.idx(0))
-                                : Value();
+        Value srcElements;
+        if (shape.rowSum)
+          srcElements = e.select(inSplit(p, k0), e.idx(8), e.idx(0));
+        else if (kTail)
+          srcElements = e.select(inReduction(*op, p, k0), e.idx(8), e.idx(0));
         nvgpu::DeviceAsyncCopyOp::create(
             b, staged, ValueRange{e.add(base, p.smem)}, op->mem,
             globalIndex(*op, p, k0), b.getIndexAttr(8), srcElements,
@@ -218,8 +232,9 @@ gpu::GPUFuncOp GemmEmitter::kernel(Location loc, TypeRange argTypes,
         Value v =
             vector::LoadOp::create(b, vec8, op->mem, globalIndex(*op, p, k0),
                                    /*nontemporal=*/false, llvm::MaybeAlign(16));
-        if (shape.rowSum)
-          v = e.select(inSplit(p, k0), v,
+        if (shape.rowSum || kTail)
+          v = e.select(shape.rowSum ? inSplit(p, k0) : inReduction(*op, p, k0),
+                       v,
                        arith::ConstantOp::create(
                            b, vec8, DenseElementsAttr::get(vec8, 0.0f)));
         loaded.push_back(v);
@@ -285,7 +300,7 @@ gpu::GPUFuncOp GemmEmitter::kernel(Location loc, TypeRange argTypes,
   };
 
   // Steps past the end re-read the last one (rowSum: read zeros, unused).
-  int64_t steps = shape.k / kStep;
+  int64_t steps = llvm::divideCeil(shape.k, kStep);
   auto clampStep = [&](Value s) -> Value {
     if (shape.rowSum)
       return s;

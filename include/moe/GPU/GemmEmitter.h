@@ -44,7 +44,7 @@ public:
   /// Rows of a block tile (two warps of 64 rows).
   static constexpr int64_t kRows = 128;
   /// Reduction elements per pipeline step (two m16n8k16 steps); k must be a
-  /// multiple of it.
+  /// multiple of 8 (the last step zero-filled past k).
   static constexpr int64_t kStep = 32;
   /// Threads of a block (four warps).
   static constexpr int64_t kThreads = 128;

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "BarrierElision.h"
+#include "TileMemoryPlan.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -66,13 +67,6 @@ std::pair<Value, int64_t> splitShift(Value shift) {
   return {shift, 0};
 }
 
-int64_t bytesOf(MemRefType type) {
-  if (!type.hasStaticShape() || !type.getElementType().isIntOrFloat())
-    return -1;
-  return type.getNumElements() * static_cast<int64_t>(llvm::divideCeil(
-                                     type.getElementTypeBitWidth(), 8));
-}
-
 Footprint footprintOf(Value memref, Region &body) {
   Footprint result;
   // Subviews and casts stay within their source's bytes; the view nearest
@@ -82,7 +76,7 @@ Footprint footprintOf(Value memref, Region &body) {
   Value value = memref;
   while (Operation *def = value.getDefiningOp()) {
     if (auto view = dyn_cast<memref::ViewOp>(def)) {
-      int64_t bytes = bytesOf(view.getType());
+      int64_t bytes = tileBufferBytes(view.getType());
       if (!seenView && within && bytes >= 0) {
         auto [shift, constant] = splitShift(view.getByteShift());
         result.shift = shift;

@@ -292,10 +292,8 @@ static std::optional<std::string> analyze(linalg::LinalgOp op, bool f32Exact,
     return why;
   int64_t kSize = inputType.getShape().back();
   if (!weightType.hasStaticShape() || ShapedType::isDynamic(kSize) ||
-      kSize % GemmEmitter::kStep != 0)
-    return llvm::formatv("the reduction size is not a static multiple of {0}",
-                         GemmEmitter::kStep)
-        .str();
+      kSize % 8 != 0)
+    return std::string("the reduction size is not a static multiple of 8");
   int64_t nSize = weightType.getDimSize(c.shape.transposed ? 0 : 1);
   if (nSize % 8 != 0)
     return std::string("the output width is not a multiple of 8");

@@ -184,7 +184,12 @@ int64_t tileUnroll(linalg::LinalgOp op, int64_t most, int64_t blockSize) {
       return 1;
     count *= size;
   }
-  return std::clamp<int64_t>(llvm::divideCeil(count, blockSize), 1, most);
+  // Only a count that every trip fills: its copies then need no guards,
+  // which is most of what they cost the PTX compile.
+  for (int64_t unroll = std::min(most, count / blockSize); unroll > 1; --unroll)
+    if (count % (blockSize * unroll) == 0)
+      return unroll;
+  return 1;
 }
 
 /// The scf.parallel loops left in `launch` (nested in a spread op's loops)
@@ -202,15 +207,6 @@ LogicalResult sequentializeParallelLoops(RewriterBase &rewriter,
       return failure();
   }
   return success();
-}
-
-/// Bytes of one element of a tile buffer, or 0 if unknown.
-int64_t elementBytes(Type type) {
-  if (type.isIndex())
-    return 8;
-  if (type.isIntOrFloat())
-    return llvm::divideCeil(type.getIntOrFloatBitWidth(), 8);
-  return 0;
 }
 
 /// The first source line among `loc`'s parts, or 0.
@@ -328,7 +324,7 @@ LogicalResult MoEMapForallToGPUPass::placeTiles(IRRewriter &rewriter,
   for (memref::AllocOp alloc : allocs) {
     MemRefType type = alloc.getType();
     if (!type.hasStaticShape() || !type.getLayout().isIdentity() ||
-        !elementBytes(type.getElementType()))
+        !tileElementBytes(type.getElementType()))
       return alloc.emitOpError("in a GPU tile program needs a static shape, "
                                "an identity layout and a scalar element "
                                "type, got ")
@@ -337,10 +333,7 @@ LogicalResult MoEMapForallToGPUPass::placeTiles(IRRewriter &rewriter,
   // Buffers whose lifetimes do not overlap share bytes.
   TileMemoryPlan plan = planTileMemory(
       launch, allocs,
-      [](memref::AllocOp alloc) {
-        MemRefType type = alloc.getType();
-        return elementBytes(type.getElementType()) * type.getNumElements();
-      },
+      [](memref::AllocOp alloc) { return tileBufferBytes(alloc.getType()); },
       shareTileMemory);
   int64_t total = plan.total;
 
@@ -422,7 +415,7 @@ MoEMapForallToGPUPass::placeDynamicTiles(IRRewriter &rewriter,
   SmallVector<Value> offsets;
   for (memref::AllocOp alloc : allocs) {
     MemRefType type = alloc.getType();
-    int64_t bytes = elementBytes(type.getElementType());
+    int64_t bytes = tileElementBytes(type.getElementType());
     if (!type.getLayout().isIdentity() || !bytes)
       return alloc.emitOpError("in a GPU tile program needs an identity "
                                "layout and a scalar element type, got ")
@@ -771,7 +764,7 @@ LogicalResult MoEMapForallToGPUPass::mapForall(IRRewriter &rewriter,
   forall.getBody()->walk([&](memref::AllocOp alloc) {
     MemRefType type = alloc.getType();
     placeable &= type.getLayout().isIdentity() &&
-                 elementBytes(type.getElementType()) != 0 &&
+                 tileElementBytes(type.getElementType()) != 0 &&
                  llvm::all_of(alloc.getDynamicSizes(),
                               [&](Value size) {
                                 return forall.isDefinedOutsideOfLoop(size);
@@ -865,6 +858,11 @@ LogicalResult MoEMapForallToGPUPass::mapForall(IRRewriter &rewriter,
     ops.push_back(op);
     return WalkResult::skip();
   });
+  // The block size as a constant rather than the launch's argument: the
+  // threads' loops then have constant strides, which the index arithmetic
+  // of static tiles folds with.
+  rewriter.setInsertionPointToStart(&body);
+  Value threadsInBlock = indexConstant(rewriter, loc, blockSize);
   for (linalg::LinalgOp op : ops) {
     auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
     std::optional<TileContraction> contraction;
@@ -874,7 +872,7 @@ LogicalResult MoEMapForallToGPUPass::mapForall(IRRewriter &rewriter,
       emitTensorCoreContraction(rewriter, generic, *contraction, tid,
                                 blockSize);
     else if (failed(spreadOverThreads(
-                 rewriter, op, tid, blockDim,
+                 rewriter, op, tid, threadsInBlock,
                  /*barrier=*/true,
                  tileUnroll(op, tileElementsPerThread, blockSize))))
       return failure();
@@ -897,6 +895,14 @@ void MoEMapForallToGPUPass::runOnOperation() {
     getOperation().emitError("-moe-map-forall-to-gpu: tile-contractions must "
                              "be fp32 or tf32, got '")
         << tileContractions << "'";
+    return signalPassFailure();
+  }
+  if (tileBlocksPerSM < 0 || tileElementsPerThread < 1) {
+    getOperation().emitError("-moe-map-forall-to-gpu: tile-blocks-per-sm "
+                             "must be at least 0 and "
+                             "tile-elements-per-thread at least 1, got ")
+        << static_cast<int64_t>(tileBlocksPerSM) << " and "
+        << static_cast<int64_t>(tileElementsPerThread);
     return signalPassFailure();
   }
   SmallVector<scf::ForallOp> foralls;

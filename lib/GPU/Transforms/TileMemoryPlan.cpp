@@ -27,6 +27,21 @@ struct Lifetime {
 
 } // namespace
 
+int64_t mlir::moe::tileElementBytes(Type type) {
+  if (type.isIndex())
+    return 8;
+  if (type.isIntOrFloat())
+    return llvm::divideCeil(type.getIntOrFloatBitWidth(), 8);
+  return 0;
+}
+
+int64_t mlir::moe::tileBufferBytes(MemRefType type) {
+  int64_t bytes = tileElementBytes(type.getElementType());
+  if (!type.hasStaticShape() || !bytes)
+    return -1;
+  return bytes * type.getNumElements();
+}
+
 /// The lifetime of `alloc` in the numbering `first` (an operation's own
 /// number) and `last` (the largest number inside it).
 static Lifetime lifetimeOf(memref::AllocOp alloc,

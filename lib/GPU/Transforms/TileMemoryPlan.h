@@ -30,6 +30,12 @@ struct TileMemoryPlan {
   int64_t total = 0;
 };
 
+/// Bytes of one element of a tile buffer (an index: 8), or 0 if unknown.
+int64_t tileElementBytes(Type type);
+
+/// Bytes of a statically shaped buffer of `type`, or -1 if unknown.
+int64_t tileBufferBytes(MemRefType type);
+
 /// Plans `allocs` (each with a static shape and `bytesOf` bytes); with
 /// `share` false, every buffer gets bytes of its own (the plain layout).
 TileMemoryPlan planTileMemory(Operation *root, ArrayRef<memref::AllocOp> allocs,

@@ -9,6 +9,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseSet.h"
@@ -35,6 +36,24 @@ LogicalResult mlir::moe::emitUnrolledStridedLoop(RewriterBase &rewriter,
       return failure();
   }
 
+  // With a static trip count that is a multiple of step * unroll, every
+  // trip's iterations are in range (start lies in [0, step)): no guards.
+  std::optional<int64_t> staticStep = getConstantIntValue(step);
+  std::optional<int64_t> staticTotal = 1;
+  for (auto [lb, ub, s] :
+       llvm::zip(par.getLowerBound(), par.getUpperBound(), par.getStep())) {
+    std::optional<int64_t> l = getConstantIntValue(lb),
+                           u = getConstantIntValue(ub),
+                           c = getConstantIntValue(s);
+    if (!l || !u || !c || *c <= 0) {
+      staticTotal.reset();
+      break;
+    }
+    *staticTotal *= std::max<int64_t>(0, llvm::divideCeil(*u - *l, *c));
+  }
+  bool full = staticStep && staticTotal && *staticStep > 0 &&
+              *staticTotal % (*staticStep * unroll) == 0;
+
   Location loc = par.getLoc();
   rewriter.setInsertionPoint(par);
   SmallVector<Value> counts;
@@ -58,6 +77,12 @@ LogicalResult mlir::moe::emitUnrolledStridedLoop(RewriterBase &rewriter,
           rewriter, loc, base,
           arith::MulIOp::create(rewriter, loc, step,
                                 indexConstant(rewriter, loc, j)));
+      if (full) {
+        linear = index;
+        mappings[j].map(body->getArguments(),
+                        delinearize(rewriter, loc, linear, counts, lbs, steps));
+        continue;
+      }
       inRange[j] = arith::CmpIOp::create(
           rewriter, loc, arith::CmpIPredicate::ult, index, total);
       linear = arith::SelectOp::create(rewriter, loc, inRange[j], index, base);
@@ -84,7 +109,7 @@ LogicalResult mlir::moe::emitUnrolledStridedLoop(RewriterBase &rewriter,
           rewriter.clone(op, mappings[j]);
   for (int64_t j = 0; j < unroll; ++j) {
     OpBuilder::InsertionGuard guard(rewriter);
-    if (j > 0) {
+    if (j > 0 && !full) {
       auto inside = scf::IfOp::create(rewriter, loc, inRange[j],
                                       /*withElseRegion=*/false);
       rewriter.setInsertionPoint(inside.thenBlock()->getTerminator());

@@ -26,7 +26,10 @@ namespace mlir::moe {
 /// nothing, unless `par`'s body is straight-line code whose only memory
 /// effects are memref loads and stores, no load after a store (so that
 /// the iterations' loads may move ahead of the other iterations' stores:
-/// each iteration reads and writes its own elements).
+/// each iteration reads and writes its own elements). `start` must lie in
+/// [0, step). When `par`'s trip count and `step` are constants and the
+/// count is a multiple of step * unroll, no iteration is past N and the
+/// body has no guards.
 LogicalResult emitUnrolledStridedLoop(RewriterBase &rewriter,
                                       scf::ParallelOp par, Value start,
                                       Value step, int64_t unroll);

@@ -142,6 +142,44 @@ func.func @project_bf16_transposed(%x: tensor<300x64xbf16>, %w: tensor<80x64xbf1
 
 // -----
 
+// A reduction of 80, no multiple of the 32 a pipeline step takes (MLA's
+// kv-down input gradient): three steps, the last one's chunks past 80 read
+// nothing (cp.async with 0 source bytes: zeros) from a clamped, valid
+// address; the f32 weight's rows past 80 are selected to zeros.
+
+// CHECK-LABEL: func.func @project_k80(
+// CHECK: gpu.launch_func @moe_gemm_kernels::@gemm_80x256_0
+// CHECK: gpu.func @gemm_80x256_0(
+// CHECK: %[[K:.+]] = arith.constant 80 : index
+// CHECK: %[[KLAST:.+]] = arith.constant 72 : index
+// CHECK: arith.minui %{{.+}}, %[[KLAST]]
+// CHECK: %[[IN:.+]] = arith.cmpi ult, %{{.+}}, %[[K]]
+// CHECK: %[[BYTES:.+]] = arith.select %[[IN]], %c8{{.*}}, %c0
+// CHECK: nvgpu.device_async_copy {{.*}}, %[[BYTES]] {bypassL1}
+// CHECK: vector.load {{.*}} : memref<80x256xf32>, vector<8xf32>
+// CHECK: arith.select %{{.+}}, %{{.+}}, %cst{{.*}} : vector<8xf32>
+// CHECK: scf.for %{{.+}} = %c0{{.*}} to %c3{{.*}} step
+
+func.func @project_k80(%x: tensor<?x80xbf16>, %w: tensor<80x256xf32>) -> tensor<?x256xf32> {
+  %c0 = arith.constant 0 : index
+  %rows = tensor.dim %x, %c0 : tensor<?x80xbf16>
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty(%rows) : tensor<?x256xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<?x256xf32>) -> tensor<?x256xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : tensor<?x80xbf16>, tensor<80x256xf32>) outs(%f : tensor<?x256xf32>) {
+  ^bb0(%a: bf16, %bw: f32, %acc: f32):
+    %a32 = arith.extf %a : bf16 to f32
+    %m = arith.mulf %a32, %bw : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<?x256xf32>
+  return %y : tensor<?x256xf32>
+}
+
+// -----
+
 // Mixed operands (f32 input, bf16 weight: cp.async for B, registers for A),
 // a chain of two projections (the second reads the first's result) of the
 // same and of another shape, and a linalg.matmul of the first's shape, which
@@ -197,7 +235,7 @@ func.func @chain(%x: tensor<?x128xf32>, %w1: tensor<128x64xbf16>, %w2: tensor<64
 // -----
 
 // Declined (with remarks): a width that is no multiple of 8, a dynamic
-// reduction, a reduction that is no multiple of 32, an output that does not
+// reduction, a reduction that is no multiple of 8, an output that does not
 // start as a filled constant, a bf16 result, a depthwise convolution (its
 // maps are no projection's), a matrix-vector product. Left alone silently:
 // an element-wise generic, a max-reduction, and a projection inside an
@@ -208,7 +246,7 @@ func.func @chain(%x: tensor<?x128xf32>, %w1: tensor<128x64xbf16>, %w2: tensor<64
 // CHECK-NOT: gpu.module
 
 func.func @declined(%x: tensor<?x256xf32>, %w4: tensor<256x4xf32>, %xd: tensor<?x?xf32>, %wd: tensor<?x64xf32>,
-                    %x48: tensor<?x48xf32>, %w48: tensor<48x64xf32>, %w64: tensor<256x64xf32>, %init: tensor<?x64xf32>,
+                    %x44: tensor<?x44xf32>, %w44: tensor<44x64xf32>, %w64: tensor<256x64xf32>, %init: tensor<?x64xf32>,
                     %xb: tensor<?x256xbf16>, %wb: tensor<256x64xbf16>, %conv: tensor<4x256xf32>, %v: tensor<256xf32>)
     -> (tensor<?x4xf32>, tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xbf16>, tensor<?x256xf32>, tensor<64xf32>,
         tensor<?x256xf32>, tensor<?xf32>, tensor<4x64xf32>) {
@@ -229,7 +267,7 @@ func.func @declined(%x: tensor<?x256xf32>, %w4: tensor<256x4xf32>, %xd: tensor<?
   } -> tensor<?x4xf32>
   %e64 = tensor.empty(%rows) : tensor<?x64xf32>
   %f64 = linalg.fill ins(%zero : f32) outs(%e64 : tensor<?x64xf32>) -> tensor<?x64xf32>
-  // expected-remark @below {{contraction left to -moe-map-forall-to-gpu: the reduction size is not a static multiple of 32}}
+  // expected-remark @below {{contraction left to -moe-map-forall-to-gpu: the reduction size is not a static multiple of 8}}
   %r1 = linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>],
                         iterator_types = ["parallel", "parallel", "reduction"]}
       ins(%xd, %wd : tensor<?x?xf32>, tensor<?x64xf32>) outs(%f64 : tensor<?x64xf32>) {
@@ -238,10 +276,10 @@ func.func @declined(%x: tensor<?x256xf32>, %w4: tensor<256x4xf32>, %xd: tensor<?
     %s = arith.addf %acc, %m : f32
     linalg.yield %s : f32
   } -> tensor<?x64xf32>
-  // expected-remark @below {{contraction left to -moe-map-forall-to-gpu: the reduction size is not a static multiple of 32}}
+  // expected-remark @below {{contraction left to -moe-map-forall-to-gpu: the reduction size is not a static multiple of 8}}
   %r2 = linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>],
                         iterator_types = ["parallel", "parallel", "reduction"]}
-      ins(%x48, %w48 : tensor<?x48xf32>, tensor<48x64xf32>) outs(%f64 : tensor<?x64xf32>) {
+      ins(%x44, %w44 : tensor<?x44xf32>, tensor<44x64xf32>) outs(%f64 : tensor<?x64xf32>) {
   ^bb0(%a: f32, %bw: f32, %acc: f32):
     %m = arith.mulf %a, %bw : f32
     %s = arith.addf %acc, %m : f32

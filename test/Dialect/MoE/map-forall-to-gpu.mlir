@@ -2,6 +2,10 @@
 // RUN: moe-opt %s -split-input-file -moe-map-forall-to-gpu -verify-diagnostics | FileCheck %s --check-prefix=NOSHARE
 // RUN: moe-opt %s -split-input-file -moe-map-forall-to-gpu=tile-blocks-per-sm=0 -verify-diagnostics | FileCheck %s --check-prefix=NOHINT
 // RUN: moe-opt %s -split-input-file -moe-map-forall-to-gpu=tile-elements-per-thread=8 -verify-diagnostics | FileCheck %s --check-prefix=UNROLL
+// RUN: not moe-opt %s -split-input-file -moe-map-forall-to-gpu=tile-elements-per-thread=0 2>&1 | FileCheck %s --check-prefix=BADUNROLL
+// RUN: not moe-opt %s -split-input-file -moe-map-forall-to-gpu=tile-blocks-per-sm=-1 2>&1 | FileCheck %s --check-prefix=BADBLOCKS
+// BADUNROLL: error: -moe-map-forall-to-gpu: tile-blocks-per-sm must be at least 0 and tile-elements-per-thread at least 1, got 2 and 0
+// BADBLOCKS: error: -moe-map-forall-to-gpu: tile-blocks-per-sm must be at least 0 and tile-elements-per-thread at least 1, got -1 and 1
 
 // A tile program: one block per iteration, 256 threads. Its tile buffers
 // are views of the dynamic shared memory: the unused 8 floats die where they
@@ -27,17 +31,17 @@
 // CHECK:           gpu.barrier
 // CHECK:           %[[VIEW:.+]] = memref.view %[[SMEM]][%{{.+}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<16x8xf32, #gpu.address_space<workgroup>>
 // CHECK:           %[[TILE:.+]] = memref.memory_space_cast %[[VIEW]] : {{.*}} to memref<16x8xf32>
-// CHECK:           scf.for %{{.+}} = %[[TX]] to %{{.+}} step %[[BDX]] {
+// CHECK:           scf.for %{{.+}} = %[[TX]] to %{{.+}} step %c256{{[_0-9]*}} {
 // CHECK:             memref.store %{{.+}}, %[[TILE]]
 // CHECK:           gpu.barrier
-// CHECK:           scf.for %[[L:.+]] = %[[TX]] to %{{.+}} step %[[BDX]] {
+// CHECK:           scf.for %[[L:.+]] = %[[TX]] to %{{.+}} step %c256{{[_0-9]*}} {
 // CHECK:             %[[INIT:.+]] = memref.load %[[TILE]][%[[I:.+]], %[[J:.+]]] : memref<16x8xf32>
 // CHECK:             %[[SUM:.+]] = scf.for %{{.+}} = %{{.+}} to %{{.+}} step %{{.+}} iter_args(%[[ACC:.+]] = %[[INIT]]) -> (f32) {
 // CHECK-NOT:           memref.store
 // CHECK:               scf.yield
 // CHECK:             memref.store %[[SUM]], %[[TILE]][%[[I]], %[[J]]]
 // CHECK:           gpu.barrier
-// CHECK:           scf.for %{{.+}} = %[[TX]] to %{{.+}} step %[[BDX]] {
+// CHECK:           scf.for %{{.+}} = %[[TX]] to %{{.+}} step %c256{{[_0-9]*}} {
 // CHECK:           gpu.barrier
 // A scalar write outside structured ops runs on thread 0.
 // CHECK:           %[[FIRST:.+]] = arith.cmpi eq, %[[TX]], %c0
@@ -529,16 +533,31 @@ func.func @nested(%n: index) {
 // A tile program's static element-wise op over a 64 x 64 tile: with
 // tile-elements-per-thread=8 each of the 256 threads takes eight elements
 // per trip (step 2048), their loads first, then the products, then the
-// stores (the last seven guarded); by default one per trip.
+// stores, none guarded (4096 is a multiple of 2048); by default one per
+// trip. Over a 64 x 40 tile (ten per thread) five copies fill each trip.
 
 // UNROLL-LABEL: func.func @tile_unroll(
 // UNROLL:         gpu.launch
-// UNROLL:           %[[STEP:.+]] = arith.muli %{{.+}}, %c8
+// UNROLL:           %[[STEP:.+]] = arith.muli %c256{{[_0-9]*}}, %c8
 // UNROLL:           scf.for %{{.+}} = %{{.+}} to %{{.+}} step %[[STEP]] {
 // UNROLL-COUNT-8:     memref.load %subview
 // UNROLL-COUNT-8:     arith.mulf
-// UNROLL:             memref.store
-// UNROLL-COUNT-7:     scf.if
+// UNROLL-NOT:         scf.if
+// UNROLL-COUNT-8:     memref.store
+// UNROLL-NOT:         scf.if
+// UNROLL:           }
+// UNROLL:           scf.for %{{.+}} = %{{.+}} to %{{.+}} step %{{.+}} {
+// UNROLL-COUNT-8:     memref.store
+// UNROLL:           }
+// UNROLL:           %[[STEP5:.+]] = arith.muli %c256{{[_0-9]*}}, %c5
+// UNROLL:           scf.for %{{.+}} = %{{.+}} to %{{.+}} step %[[STEP5]] {
+// UNROLL-COUNT-5:     memref.load %subview
+// UNROLL-NOT:         memref.load %subview
+// UNROLL:             arith.mulf
+// UNROLL-NOT:         scf.if
+// UNROLL-COUNT-5:     memref.store
+// UNROLL-NOT:         scf.if
+// UNROLL:           }
 // NOSHARE-LABEL: func.func @tile_unroll(
 // NOSHARE:         scf.for %{{.+}} = %{{.+}} to %{{.+}} step %{{[a-z0-9_]+}} {
 // NOSHARE-NEXT:      arith.remui
@@ -557,6 +576,15 @@ func.func @tile_unroll(%x: memref<?x64x64xf32>, %out: memref<?x64x64xf32>, %n: i
     }
     %o = memref.subview %out[%i, 0, 0] [1, 64, 64] [1, 1, 1] : memref<?x64x64xf32> to memref<64x64xf32, strided<[64, 1], offset: ?>>
     linalg.copy ins(%t : memref<64x64xf32>) outs(%o : memref<64x64xf32, strided<[64, 1], offset: ?>>)
+    %t40 = memref.alloc() : memref<64x40xf32>
+    %in40 = memref.subview %x[%i, 0, 0] [1, 64, 40] [1, 1, 1] : memref<?x64x64xf32> to memref<64x40xf32, strided<[64, 1], offset: ?>>
+    linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%in40 : memref<64x40xf32, strided<[64, 1], offset: ?>>) outs(%t40 : memref<64x40xf32>) {
+    ^bb0(%a: f32, %b: f32):
+      %m = arith.mulf %a, %two : f32
+      linalg.yield %m : f32
+    }
+    %o40 = memref.subview %out[%i, 0, 0] [1, 64, 40] [1, 1, 1] : memref<?x64x64xf32> to memref<64x40xf32, strided<[64, 1], offset: ?>>
+    linalg.copy ins(%t40 : memref<64x40xf32>) outs(%o40 : memref<64x40xf32, strided<[64, 1], offset: ?>>)
   }
   return
 }

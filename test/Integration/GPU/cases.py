@@ -357,7 +357,8 @@ LIBRARIES = [
             modules=["moe_gemm_kernels"],
             what="dense projections and a matmul as generated tensor-core GEMMs: "
                  "f32 and bf16 operands, plain and transposed weights, ragged row "
-                 "and column tiles, an operand that is not exact in bf16; weight "
+                 "and column tiles, reductions that are no multiple of 32, an operand "
+                 "that is not exact in bf16; weight "
                  "gradients (sums over the rows) as row-split GEMMs"),
     Library("moe_grad", "test/Integration/CPU/Inputs/moe-grad.mlir",
             derive=moe_grad(16, 4, 16, SWIGLU_ATTR,
@@ -1061,6 +1062,17 @@ def gemm_cases():
             [Input("x", (M, 32), Uniform(-1, 1)),
              Input("w", (32, 512), Uniform(-0.1, 0.1))],
             [Check(0, "y", GEMM_EXACT_IN)], gemm_reference(init=0.5)))
+    for M in (1, 300):
+        cases.append(KernelCase(
+            f"gemm/project_k80/M{M}", "gemm", "project_k80",
+            [Input("x", (M, 80), Uniform(-1, 1)),
+             Input("w", (80, 256), Uniform(-0.1, 0.1))],
+            [Check(0, "y", GEMM_EXACT_IN)], gemm_reference()))
+        cases.append(KernelCase(
+            f"gemm/project_k40_t/M{M}", "gemm", "project_k40_t",
+            [Input("x", (M, 40), Uniform(-1, 1)),
+             Input("w", (96, 40), Uniform(-0.1, 0.1))],
+            [Check(0, "y", GEMM_EXACT_IN)], gemm_reference(transposed=True)))
     for M in (300, 1000):
         cases.append(KernelCase(
             f"gemm/rounded_chain/M{M}", "gemm", "rounded_chain",

@@ -107,6 +107,45 @@ func.func @matmul_k32(%x: tensor<?x32xf32>, %w: tensor<32x512xf32>) -> tensor<?x
   return %y : tensor<?x512xf32>
 }
 
+// Reductions that are no multiple of the 32 a pipeline step takes: bf16
+// [M, 80] x f32 [80, 256] (MLA's kv-down input gradient; A's chunks past 80
+// by zero-filling cp.async, B's rows past 80 selected to zeros) and f32
+// [M, 40] x transposed bf16 [96, 40] (A through registers, B's n-major
+// chunks past 40 zero-filled; the second step holds 8 of its 32).
+func.func @project_k80(%x: tensor<?x80xbf16>, %w: tensor<80x256xf32>) -> tensor<?x256xf32> {
+  %c0 = arith.constant 0 : index
+  %rows = tensor.dim %x, %c0 : tensor<?x80xbf16>
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty(%rows) : tensor<?x256xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<?x256xf32>) -> tensor<?x256xf32>
+  %y = linalg.generic {indexing_maps = [#in, #w, #out], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : tensor<?x80xbf16>, tensor<80x256xf32>) outs(%f : tensor<?x256xf32>) {
+  ^bb0(%a: bf16, %bw: f32, %acc: f32):
+    %a32 = arith.extf %a : bf16 to f32
+    %m = arith.mulf %a32, %bw : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<?x256xf32>
+  return %y : tensor<?x256xf32>
+}
+
+func.func @project_k40_t(%x: tensor<?x40xf32>, %w: tensor<96x40xbf16>) -> tensor<?x96xf32> {
+  %c0 = arith.constant 0 : index
+  %rows = tensor.dim %x, %c0 : tensor<?x40xf32>
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty(%rows) : tensor<?x96xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<?x96xf32>) -> tensor<?x96xf32>
+  %y = linalg.generic {indexing_maps = [#in, #wt, #out], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : tensor<?x40xf32>, tensor<96x40xbf16>) outs(%f : tensor<?x96xf32>) {
+  ^bb0(%a: f32, %bw: bf16, %acc: f32):
+    %b32 = arith.extf %bw : bf16 to f32
+    %m = arith.mulf %a, %b32 : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<?x96xf32>
+  return %y : tensor<?x96xf32>
+}
+
 // ((x / 3) W1) W2 with W1 [256, 64] and W2 [64, 256] (a low-rank gate's
 // shape): neither x / 3 nor the hidden product is exact in bf16, so both
 // GEMMs round their A operand.

@@ -1571,7 +1571,9 @@ def MoEGenerateGEMMKernels
     the default or a transposed-B map. The output is f32 and starts as a
     `linalg.fill` of a constant (the accumulators start at it); the input
     and weight are f32 or bf16. The reduction K must be a static multiple
-    of 32 and the width N a static multiple of 8; the leading dimensions
+    of 8 (a pipeline step takes 32; the last one reads zeros past K: MLA's
+    kv-down input gradient has K = 80) and the width N a static multiple
+    of 8; the leading dimensions
     (flattened into M rows) may be dynamic. Anything else is left to the
     existing path; with `remarks`, contraction-like ops that are declined
     get a remark saying why.
