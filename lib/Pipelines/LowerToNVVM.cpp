@@ -85,6 +85,9 @@ void mlir::moe::buildLowerToNVVMPipeline(OpPassManager &pm,
   gemmOptions.operandType =
       options.matmulPrecision == "exact" ? "f32-exact" : "bf16";
   pm.addPass(createMoEGenerateGEMMKernels(gemmOptions));
+  // Chains of element-wise ops (host kernels, tile-program ops) -> one op.
+  if (options.fuseElementwise)
+    pm.addNestedPass<func::FuncOp>(createMoEFuseElementwise());
   if (options.emitCInterface)
     pm.addNestedPass<func::FuncOp>(LLVM::createLLVMRequestCWrappersPass());
 

@@ -152,6 +152,11 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
       llvm::cl::desc("Erase tile-program barriers between independent ops "
                      "(-moe-map-forall-to-gpu's elide-barriers)"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> fuseElementwise{
+      *this, "fuse-elementwise",
+      llvm::cl::desc("Compute each element-wise op inside its only, "
+                     "element-wise user (-moe-fuse-elementwise)"),
+      llvm::cl::init(true)};
 };
 
 /// Adds the passes that lower moe-specific ops to upstream tensor-level IR

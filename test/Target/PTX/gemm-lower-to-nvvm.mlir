@@ -27,21 +27,25 @@
 // CHECK: gpu.launch_func {{.*}}@moe_gemm_kernels::@gemm_64x256t_3 blocks in
 // CHECK: llvm.func @matmul_k32(
 // CHECK: gpu.launch_func {{.*}}@moe_gemm_kernels::@gemm_32x512_4 blocks in
+// CHECK: llvm.func @project_k80(
+// CHECK: gpu.launch_func {{.*}}@moe_gemm_kernels::@gemm_80x256_5 blocks in
+// CHECK: llvm.func @project_k40_t(
+// CHECK: gpu.launch_func {{.*}}@moe_gemm_kernels::@gemm_40x96t_6 blocks in
 // CHECK: llvm.func @rounded_chain(
 // CHECK: gpu.launch_func {{.*}}@rounded_chain_generic_{{.*}} blocks in
-// CHECK: gpu.launch_func {{.*}}@moe_gemm_kernels::@gemm_256x64_5 blocks in
-// CHECK: gpu.launch_func {{.*}}@moe_gemm_kernels::@gemm_64x256_6 blocks in
+// CHECK: gpu.launch_func {{.*}}@moe_gemm_kernels::@gemm_256x64_7 blocks in
+// CHECK: gpu.launch_func {{.*}}@moe_gemm_kernels::@gemm_64x256_8 blocks in
 // CHECK: llvm.func @wgrad_f32(
-// CHECK: gpu.launch_func {{.*}}@moe_gemm_kernels::@gemm_rowsum_256x80_7 blocks in
-// CHECK: gpu.launch_func {{.*}}@moe_gemm_kernels::@gemm_rowsum_combine_256x80_8 blocks in
+// CHECK: gpu.launch_func {{.*}}@moe_gemm_kernels::@gemm_rowsum_256x80_9 blocks in
+// CHECK: gpu.launch_func {{.*}}@moe_gemm_kernels::@gemm_rowsum_combine_256x80_10 blocks in
 // CHECK: llvm.func @wgrad_bf16(
-// CHECK: gpu.launch_func {{.*}}@moe_gemm_kernels::@gemm_rowsum_64x128_9 blocks in
-// CHECK: gpu.launch_func {{.*}}@moe_gemm_kernels::@gemm_rowsum_combine_64x128_10 blocks in
+// CHECK: gpu.launch_func {{.*}}@moe_gemm_kernels::@gemm_rowsum_64x128_11 blocks in
+// CHECK: gpu.launch_func {{.*}}@moe_gemm_kernels::@gemm_rowsum_combine_64x128_12 blocks in
 // CHECK: llvm.func @wgrad_mixed_t(
-// CHECK: gpu.launch_func {{.*}}@moe_gemm_kernels::@gemm_rowsum_192x128_11 blocks in
-// CHECK: gpu.launch_func {{.*}}@moe_gemm_kernels::@gemm_rowsum_combine_192x128_12 blocks in
+// CHECK: gpu.launch_func {{.*}}@moe_gemm_kernels::@gemm_rowsum_192x128_13 blocks in
+// CHECK: gpu.launch_func {{.*}}@moe_gemm_kernels::@gemm_rowsum_combine_192x128_14 blocks in
 // CHECK: llvm.func @input_grad(
-// CHECK: gpu.launch_func {{.*}}@moe_gemm_kernels::@gemm_256x128t_13 blocks in
+// CHECK: gpu.launch_func {{.*}}@moe_gemm_kernels::@gemm_256x128t_15 blocks in
 // CHECK-NOT: gpu.launch_func
 // CHECK: gpu.binary @moe_gemm_kernels
 // CHECK-SAME: #nvvm.target<O = 3, chip = "sm_90", features = "+ptx81">
@@ -65,27 +69,32 @@
 // CHECK-SAME: .visible .entry gemm_128x80_2(
 // CHECK-SAME: .visible .entry gemm_64x256t_3(
 // CHECK-SAME: .visible .entry gemm_32x512_4(
-// CHECK-SAME: .visible .entry gemm_256x64_5(
-// CHECK-SAME: .visible .entry gemm_64x256_6(
+// The reduction of 80 takes three steps, the last one's chunks past 80
+// read with a source size of 0 (zeros).
+// CHECK-SAME: .visible .entry gemm_80x256_5(
+// CHECK-SAME: cp.async.cg.shared.global
+// CHECK-SAME: .visible .entry gemm_40x96t_6(
+// CHECK-SAME: .visible .entry gemm_256x64_7(
+// CHECK-SAME: .visible .entry gemm_64x256_8(
 // The weight gradients read A transposed; bf16 rows past a split are
 // zero-filled by cp.async's source size (16 bytes or none).
-// CHECK-SAME: .visible .entry gemm_rowsum_256x80_7(
+// CHECK-SAME: .visible .entry gemm_rowsum_256x80_9(
 // CHECK-NOT: cp.async
 // CHECK-SAME: ld.global.v4
 // CHECK-SAME: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
 // CHECK-COUNT-32: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // CHECK-NOT: mma.sync
-// CHECK-SAME: .visible .entry gemm_rowsum_combine_256x80_8(
+// CHECK-SAME: .visible .entry gemm_rowsum_combine_256x80_10(
 // CHECK-NOT: mma.sync
-// CHECK-SAME: .visible .entry gemm_rowsum_64x128_9(
+// CHECK-SAME: .visible .entry gemm_rowsum_64x128_11(
 // CHECK-NOT: ld.global.v4
 // CHECK-SAME: selp.b32 {{.}}09[[SIZE:%r[0-9]+]], 16, 0,
 // CHECK-SAME: cp.async.cg.shared.global [{{%rd[0-9]+}}], [{{%rd[0-9]+}}], 16, [[SIZE]];
 // CHECK-SAME: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
-// CHECK-SAME: .visible .entry gemm_rowsum_combine_64x128_10(
-// CHECK-SAME: .visible .entry gemm_rowsum_192x128_11(
-// CHECK-SAME: .visible .entry gemm_rowsum_combine_192x128_12(
-// CHECK-SAME: .visible .entry gemm_256x128t_13(
+// CHECK-SAME: .visible .entry gemm_rowsum_combine_64x128_12(
+// CHECK-SAME: .visible .entry gemm_rowsum_192x128_13(
+// CHECK-SAME: .visible .entry gemm_rowsum_combine_192x128_14(
+// CHECK-SAME: .visible .entry gemm_256x128t_15(
 
 // BIN: gpu.binary @moe_gemm_kernels {{.*}} bin = "\7FELF
 

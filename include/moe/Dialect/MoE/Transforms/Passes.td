@@ -1402,6 +1402,36 @@ def MoEAsyncGPUStream : Pass<"moe-async-gpu-stream", "::mlir::ModuleOp"> {
                            "::mlir::gpu::GPUDialect"];
 }
 
+def MoEFuseElementwise : Pass<"moe-fuse-elementwise", "::mlir::func::FuncOp"> {
+  let summary = "Compute an element-wise linalg.generic inside its only, element-wise user";
+  let description = [{
+    Fuses producer into consumer where both are `linalg.generic` ops on
+    tensors with parallel loops only, over as many loops, the producer's
+    result has no other user and both sides index it by a permutation
+    (upstream's `linalg::fuseElementwiseOps`): the consumer's body computes
+    the producer's elements itself, and the intermediate tensor (a kernel
+    launch and a round trip through memory on the host; a tile buffer,
+    its barrier and its loads in a tile program) is gone. Repeated to a
+    fixed point, a chain of element-wise ops becomes one op.
+
+    One-to-one only: no element is computed twice (a producer read under a
+    broadcasting map stays), and a consumer with reductions keeps its body
+    (the contractions the GEMM and tile-contraction generators match, the
+    reductions the warp and column mappings match). The arithmetic of each
+    element is unchanged; where the PTX compiler may fuse a multiply into a
+    following add (NVPTX contracts by default), a fused chain may round
+    once where two ops rounded twice.
+
+    The GPU pipeline (`moe-lower-to-nvvm`) runs it before bufferization,
+    after the GEMM generator has taken the host code's contractions.
+  }];
+  let statistics = [
+    Statistic<"numFusions", "num-fusions",
+              "Producers computed inside their consumer">,
+  ];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
 def MoEInPlaceLoopCarries : Pass<"moe-in-place-loop-carries", "::mlir::func::FuncOp"> {
   let summary = "Make the loops of scf.forall bodies update their carried tensors in place";
   let description = [{
