@@ -146,7 +146,7 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
       llvm::cl::desc("Iterations of a tile program's element-wise op a "
                      "thread issues together (-moe-map-forall-to-gpu's "
                      "tile-elements-per-thread)"),
-      llvm::cl::init(1)};
+      llvm::cl::init(8)};
   PassOptions::Option<bool> elideBarriers{
       *this, "elide-barriers",
       llvm::cl::desc("Erase tile-program barriers between independent ops "

@@ -1,11 +1,12 @@
 // RUN: moe-opt %s -split-input-file -moe-map-forall-to-gpu="share-tile-memory=true elide-barriers=false" -verify-diagnostics | FileCheck %s
 // RUN: moe-opt %s -split-input-file -moe-map-forall-to-gpu -verify-diagnostics | FileCheck %s --check-prefix=NOSHARE
 // RUN: moe-opt %s -split-input-file -moe-map-forall-to-gpu=tile-blocks-per-sm=0 -verify-diagnostics | FileCheck %s --check-prefix=NOHINT
-// RUN: moe-opt %s -split-input-file -moe-map-forall-to-gpu=tile-elements-per-thread=8 -verify-diagnostics | FileCheck %s --check-prefix=UNROLL
+// RUN: moe-opt %s -split-input-file -moe-map-forall-to-gpu -verify-diagnostics | FileCheck %s --check-prefix=UNROLL
+// RUN: moe-opt %s -split-input-file -moe-map-forall-to-gpu=tile-elements-per-thread=1 -verify-diagnostics | FileCheck %s --check-prefix=ONE
 // RUN: not moe-opt %s -split-input-file -moe-map-forall-to-gpu=tile-elements-per-thread=0 2>&1 | FileCheck %s --check-prefix=BADUNROLL
 // RUN: not moe-opt %s -split-input-file -moe-map-forall-to-gpu=tile-blocks-per-sm=-1 2>&1 | FileCheck %s --check-prefix=BADBLOCKS
 // BADUNROLL: error: -moe-map-forall-to-gpu: tile-blocks-per-sm must be at least 0 and tile-elements-per-thread at least 1, got 2 and 0
-// BADBLOCKS: error: -moe-map-forall-to-gpu: tile-blocks-per-sm must be at least 0 and tile-elements-per-thread at least 1, got -1 and 1
+// BADBLOCKS: error: -moe-map-forall-to-gpu: tile-blocks-per-sm must be at least 0 and tile-elements-per-thread at least 1, got -1 and 8
 
 // A tile program: one block per iteration, 256 threads. Its tile buffers
 // are views of the dynamic shared memory: the unused 8 floats die where they
@@ -531,10 +532,10 @@ func.func @nested(%n: index) {
 // -----
 
 // A tile program's static element-wise op over a 64 x 64 tile: with
-// tile-elements-per-thread=8 each of the 256 threads takes eight elements
-// per trip (step 2048), their loads first, then the products, then the
-// stores, none guarded (4096 is a multiple of 2048); by default one per
-// trip. Over a 64 x 40 tile (ten per thread) five copies fill each trip.
+// tile-elements-per-thread=8 (the default) each of the 256 threads takes
+// eight elements per trip (step 2048), their loads first, then the
+// products, then the stores, none guarded (4096 is a multiple of 2048);
+// with 1, one per trip. Over a 64 x 40 tile (ten per thread) five copies fill each trip.
 
 // UNROLL-LABEL: func.func @tile_unroll(
 // UNROLL:         gpu.launch
@@ -558,12 +559,12 @@ func.func @nested(%n: index) {
 // UNROLL-COUNT-5:     memref.store
 // UNROLL-NOT:         scf.if
 // UNROLL:           }
-// NOSHARE-LABEL: func.func @tile_unroll(
-// NOSHARE:         scf.for %{{.+}} = %{{.+}} to %{{.+}} step %{{[a-z0-9_]+}} {
-// NOSHARE-NEXT:      arith.remui
-// NOSHARE-NOT:       scf.if
-// NOSHARE:           memref.store
-// NOSHARE-NEXT:    }
+// ONE-LABEL: func.func @tile_unroll(
+// ONE:         scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c256{{[_0-9]*}} {
+// ONE-NEXT:      arith.remui
+// ONE-NOT:       scf.if
+// ONE:           memref.store
+// ONE-NEXT:    }
 func.func @tile_unroll(%x: memref<?x64x64xf32>, %out: memref<?x64x64xf32>, %n: index) {
   %two = arith.constant 2.0 : f32
   scf.forall (%i) in (%n) {

@@ -9,4 +9,4 @@
 // KDA: gpu.binary @moe_kda_kernels  [#gpu.object<#nvvm.target<O = 3, chip = "sm_90", features = "+ptx81">, properties = {ISAToBinaryTimeInMs = {{[0-9]+}} : i64, LLVMIRToISATimeInMs = {{[0-9]+}} : i64}, bin = "\7FELF
 // KDA-NOT: gpu.binary
 // MLA: gpu.binary @moe_attention_kernels {{.*}} bin = "\7FELF
-// MOE: gpu.binary @moe_ffn_forward_{{[a-z]+}}_l{{[0-9]+}}_{{[0-9]+}} {{.*}} bin = "\7FELF
+// MOE: gpu.binary @__moe_kind_{{[a-z_]+}}_l{{[0-9]+}}_{{[0-9]+}} {{.*}} bin = "\7FELF

@@ -52,12 +52,33 @@ MemRefType contiguousViewType(RankedTensorType type, Attribute memorySpace) {
 } // namespace
 
 void MoEOneShotBufferizePass::runOnOperation() {
+  // An outlined kind only reads its arguments. Where a kind would update an
+  // argument in place, a caller that still reads that value had to copy it
+  // first (a full activation, at every call); the kind now writes a fresh
+  // buffer, which costs no copy (its ops overwrite what they do not read).
+  MLIRContext *ctx = &getContext();
+  getOperation().walk([&](func::FuncOp func) {
+    if (!func->hasAttr(kOutlinedKindAttrName))
+      return;
+    for (BlockArgument arg : func.getArguments())
+      if (isa<TensorType>(arg.getType()) &&
+          !func.getArgAttr(
+              arg.getArgNumber(),
+              bufferization::BufferizationDialect::kWritableAttrName))
+        func.setArgAttr(arg.getArgNumber(),
+                        bufferization::BufferizationDialect::kWritableAttrName,
+                        BoolAttr::get(ctx, false));
+  });
+
   bufferization::OneShotBufferizationOptions options;
   options.bufferizeFunctionBoundaries = true;
   options.allowReturnAllocsFromLoops = true;
-  // Results take the same type as arguments: identity, or for an outlined
-  // kind the contiguous view.
-  options.inferFunctionResultLayout = false;
+  // Arguments: identity, or for an outlined kind the contiguous view.
+  // Results: what the body returns, so a kind's fresh buffer comes back
+  // with the identity layout. The contiguous view of a [?, ?, n] result has
+  // a dynamic outer stride, and a caller that collapses it ([B, T, n] to
+  // [B T, n], as every projection does) had to copy it first.
+  options.inferFunctionResultLayout = true;
   options.functionArgTypeConverterFn =
       [](bufferization::TensorLikeType type, Attribute memorySpace,
          func::FuncOp func, const bufferization::BufferizationOptions &)
