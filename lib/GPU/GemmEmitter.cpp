@@ -193,8 +193,11 @@ gpu::GPUFuncOp GemmEmitter::kernel(Location loc, TypeRange argTypes,
       return SmallVector<Value>{
           arith::MinUIOp::create(b, e.add(p.row, k0), lastRow), p.col};
     Value k = reductionIndex(op, p, k0);
-    if (kTail) // Past k: a valid chunk, its data unused.
-      k = arith::MinUIOp::create(b, k, e.idx(shape.k - 8));
+    // Past k: a valid row (k-major) or chunk, its data unused; rows and
+    // chunks below k keep their own index.
+    if (kTail)
+      k = arith::MinUIOp::create(b, k,
+                                 e.idx(op.kOnRow ? shape.k - 1 : shape.k - 8));
     return op.kOnRow ? SmallVector<Value>{k, p.col}
                      : SmallVector<Value>{p.row, k};
   };

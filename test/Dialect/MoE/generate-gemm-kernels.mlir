@@ -156,6 +156,8 @@ func.func @project_bf16_transposed(%x: tensor<300x64xbf16>, %w: tensor<80x64xbf1
 // CHECK: %[[IN:.+]] = arith.cmpi ult, %{{.+}}, %[[K]]
 // CHECK: %[[BYTES:.+]] = arith.select %[[IN]], %c8{{.*}}, %c0
 // CHECK: nvgpu.device_async_copy {{.*}}, %[[BYTES]] {bypassL1}
+// CHECK: %[[KROW:.+]] = arith.constant 79 : index
+// CHECK: arith.minui %{{.+}}, %[[KROW]]
 // CHECK: vector.load {{.*}} : memref<80x256xf32>, vector<8xf32>
 // CHECK: arith.select %{{.+}}, %{{.+}}, %cst{{.*}} : vector<8xf32>
 // CHECK: scf.for %{{.+}} = %c0{{.*}} to %c3{{.*}} step
