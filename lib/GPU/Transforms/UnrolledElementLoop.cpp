@@ -77,15 +77,13 @@ LogicalResult mlir::moe::emitUnrolledStridedLoop(RewriterBase &rewriter,
           rewriter, loc, base,
           arith::MulIOp::create(rewriter, loc, step,
                                 indexConstant(rewriter, loc, j)));
-      if (full) {
-        linear = index;
-        mappings[j].map(body->getArguments(),
-                        delinearize(rewriter, loc, linear, counts, lbs, steps));
-        continue;
+      linear = index;
+      if (!full) {
+        inRange[j] = arith::CmpIOp::create(
+            rewriter, loc, arith::CmpIPredicate::ult, index, total);
+        linear =
+            arith::SelectOp::create(rewriter, loc, inRange[j], index, base);
       }
-      inRange[j] = arith::CmpIOp::create(
-          rewriter, loc, arith::CmpIPredicate::ult, index, total);
-      linear = arith::SelectOp::create(rewriter, loc, inRange[j], index, base);
     }
     SmallVector<Value> ivs =
         delinearize(rewriter, loc, linear, counts, lbs, steps);

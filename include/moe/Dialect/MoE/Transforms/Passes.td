@@ -1189,8 +1189,9 @@ def MoEOneShotBufferize : Pass<"moe-one-shot-bufferize", "::mlir::ModuleOp"> {
     buffer: the identity layout), so that a caller can collapse a
     `[B, T, n]` result into `[B T, n]` rows without a copy (the contiguous
     view's outer stride is dynamic, which `memref.collapse_shape` cannot
-    take). Together these removed 103 activation copies (3.4 ms) from
-    kimi-tiny's CUDA training step.
+    take). Together these took kimi-tiny's CUDA training program from 861
+    `memref.copy` ops to 466 and its peak memory on an H100 from 6.55 to
+    5.50 GiB.
   }];
   let dependentDialects = [
     "::mlir::bufferization::BufferizationDialect",
