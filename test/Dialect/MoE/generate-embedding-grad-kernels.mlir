@@ -1,24 +1,45 @@
 // RUN: moe-opt %s -split-input-file -moe-generate-embedding-grad-kernels -verify-diagnostics | FileCheck %s
 
-// The table's gradient -> one launch, a block of 256 threads per table row
-// and 32 bytes of shared memory (the eight warps' ballot masks), on the
-// flattened ids and gradient rows. The kernel walks the tokens 256 at a
-// time: each thread's token against the block's row id, a ballot per warp,
-// lane 0 publishing it, a barrier; then the matching rows in token order
-// (warp by warp, the lowest set bit first); a barrier before the next step.
+// The table's gradient -> a launch with a block of 256 threads per table row
+// and token segment, and 32 bytes of shared memory (the eight warps' ballot
+// masks), on the flattened ids and gradient rows. Segments: a 2048th of the
+// tokens, at most 32 and at most 64 MiB / (300 x 48 x 4 bytes) of them, at
+// least one. With one segment the kernel writes the table's gradient;
+// otherwise each segment's sums go to a partial table (S x 300 rows) and a
+// second kernel adds the segments in order. Each block walks its segment
+// (whole 256-token steps) 256 tokens at a time: each thread's token against
+// the block's row id, a ballot per warp, lane 0 publishing it, a barrier;
+// then the matching rows in token order (warp by warp, the lowest set bit
+// first); a barrier before the next step.
 
 // CHECK-LABEL: func.func @embedding_grad(
 // CHECK:         %[[IDS:.+]] = tensor.collapse_shape %{{.+}} {{\[\[}}0, 1]] : tensor<?x?xi32> into tensor<?xi32>
 // CHECK:         %[[ROWS:.+]] = tensor.collapse_shape %{{.+}} {{\[\[}}0, 1], [2]] : tensor<?x?x48xf32> into tensor<?x48xf32>
 // CHECK:         %[[OUT:.+]] = memref.alloc() : memref<300x48xf32>
-// CHECK:         gpu.launch_func  @moe_embedding_grad_kernels::@embedding_grad0 blocks in (%{{.+}}, %c1, %c1) threads in (%c256, %c1, %c1)  dynamic_shared_memory_size %c32_i32 args({{.*}} : memref<?xi32>, {{.*}} : memref<?x48xf32>, %[[OUT]] : memref<300x48xf32>)
+// CHECK:         %[[N:.+]] = memref.dim %{{.+}}, %c0{{.*}} : memref<?xi32>
+// CHECK:         %[[BYTES:.+]] = arith.muli %{{.+}}, %c192
+// CHECK:         %[[BYSIZE:.+]] = arith.divui %c67108864, %{{.+}}
+// CHECK:         %[[BYTOKENS:.+]] = arith.divui %[[N]], %c2048
+// CHECK:         %[[MIN:.+]] = arith.minui %[[BYSIZE]], %[[BYTOKENS]]
+// CHECK:         %[[CAP:.+]] = arith.minui %[[MIN]], %c32
+// CHECK:         %[[S:.+]] = arith.maxui %[[CAP]], %c1
+// CHECK:         %[[PARTIAL:.+]] = memref.alloc(%{{.+}}) : memref<?x48xf32>
+// CHECK:         gpu.launch_func  @moe_embedding_grad_kernels::@embedding_grad0 blocks in (%{{.+}}, %[[S]], %c1{{.*}}) threads in (%c256, %c1{{.*}}, %c1{{.*}})  dynamic_shared_memory_size %c32_i32 args({{.*}} : memref<?xi32>, {{.*}} : memref<?x48xf32>, %[[OUT]] : memref<300x48xf32>, %[[PARTIAL]] : memref<?x48xf32>)
+// CHECK:         %[[SEVERAL:.+]] = arith.cmpi ult, %c1{{.*}}, %[[S]]
+// CHECK:         scf.if %[[SEVERAL]] {
+// CHECK:           gpu.launch_func  @moe_embedding_grad_kernels::@embedding_grad_combine0 {{.*}} args(%[[PARTIAL]] : memref<?x48xf32>, %[[OUT]] : memref<300x48xf32>, %[[S]] : index)
 // CHECK:         bufferization.to_tensor %[[OUT]] restrict writable
 // CHECK-NOT:     moe.embedding_grad
 // CHECK:       gpu.module @moe_embedding_grad_kernels
 // CHECK:         gpu.func @embedding_grad0({{.*}}) kernel attributes {known_block_size = array<i32: 256, 1, 1>}
 // CHECK:           %[[ROW:.+]] = gpu.block_id  x
+// CHECK:           %[[SEG:.+]] = gpu.block_id  y
+// CHECK:           %[[V:.+]] = gpu.grid_dim  x
+// CHECK:           %[[SEGS:.+]] = gpu.grid_dim  y
 // CHECK:           %[[ROWID:.+]] = arith.index_cast %[[ROW]] : index to i32
-// CHECK:           %[[SUM:.+]] = scf.for %[[N0:.+]] = %{{.+}} to %{{.+}} step %c256{{.*}} iter_args
+// CHECK:           %[[FIRST:.+]] = arith.minui %{{.+}}, %[[TOKENS:.+]] : index
+// CHECK:           %[[END:.+]] = arith.minui %{{.+}}, %[[TOKENS]] : index
+// CHECK:           %[[SUM:.+]] = scf.for %[[N0:.+]] = %[[FIRST]] to %[[END]] step %c256{{.*}} iter_args
 // CHECK:             %[[ID:.+]] = memref.load %{{.+}} : memref<?xi32>
 // CHECK:             %[[EQ:.+]] = arith.cmpi eq, %[[ID]], %[[ROWID]] : i32
 // CHECK:             %[[MATCH:.+]] = arith.andi %{{.+}}, %[[EQ]] : i1
@@ -31,7 +52,19 @@
 // CHECK:                 memref.load %{{.+}} : memref<?x48xf32>
 // CHECK:                 arith.addf
 // CHECK:             gpu.barrier
-// CHECK:           memref.store %[[SUM]], %{{.+}}[%[[ROW]], %{{.+}}] : memref<300x48xf32>
+// CHECK:           %[[ONE:.+]] = arith.cmpi eq, %[[SEGS]], %c1
+// CHECK:           scf.if %[[ONE]] {
+// CHECK:               memref.store %[[SUM]], %{{.+}}[%[[ROW]], %{{.+}}] : memref<300x48xf32>
+// CHECK:           %[[MANY:.+]] = arith.xori %[[ONE]], %true
+// CHECK:           scf.if %[[MANY]] {
+// CHECK:             %[[BASE:.+]] = arith.muli %[[SEG]], %[[V]]
+// CHECK:             %[[PROW:.+]] = arith.addi %[[BASE]], %[[ROW]]
+// CHECK:               memref.store %[[SUM]], %{{.+}}[%[[PROW]], %{{.+}}] : memref<?x48xf32>
+// CHECK:         gpu.func @embedding_grad_combine0(
+// CHECK:           scf.for %[[S2:.+]] = %c0{{.*}} to %{{.+}} step %c1{{.*}} iter_args(%[[ACC:.+]] = %cst{{.*}}) -> (f32)
+// CHECK:             memref.load %{{.+}} : memref<?x48xf32>
+// CHECK:             arith.addf %[[ACC]]
+// CHECK:           memref.store %{{.+}} : memref<300x48xf32>
 func.func @embedding_grad(%dh: tensor<?x?x48xf32>, %tokens: tensor<?x?xi32>, %table: tensor<300x48xf32>) -> tensor<300x48xf32> {
   %d = moe.embedding_grad %dh, %tokens, %table : tensor<?x?x48xf32>, tensor<?x?xi32>, tensor<300x48xf32>
   return %d : tensor<300x48xf32>
@@ -46,8 +79,8 @@ func.func @embedding_grad(%dh: tensor<?x?x48xf32>, %tokens: tensor<?x?xi32>, %ta
 // CHECK:         %[[V:.+]] = tensor.dim %{{.+}}, %c0
 // CHECK:         %[[ANY:.+]] = arith.cmpi ult, %c0{{.*}}, %[[V]]
 // CHECK:         scf.if %[[ANY]] {
-// CHECK:           gpu.launch_func  @moe_embedding_grad_kernels::@embedding_grad0 blocks in (%[[V]], %c1{{.*}}, %c1{{.*}})
-// CHECK:       gpu.func @embedding_grad0
+// CHECK:           gpu.launch_func  @moe_embedding_grad_kernels::@embedding_grad0 blocks in (%[[V]], %{{.+}}, %c1{{.*}})
+// CHECK:       gpu.func @embedding_grad0(
 // CHECK:         scf.for {{.*}} -> (f32, f32)
 // CHECK-NOT:     arith.select {{.*}} : f32
 // CHECK:         gpu.return
