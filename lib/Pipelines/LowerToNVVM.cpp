@@ -108,6 +108,8 @@ void mlir::moe::buildLowerToNVVMPipeline(OpPassManager &pm,
       options.matmulPrecision == "exact" ? "fp32" : "tf32";
   mapOptions.shareTileMemory = options.shareTileMemory;
   mapOptions.tileBlocksPerSM = options.tileBlocksPerSM;
+  mapOptions.partialSharedMemoryBytes = options.partialSharedMemoryBytes;
+  mapOptions.shareSpilledTiles = options.shareSpilledTiles;
   mapOptions.elideBarriers = options.elideBarriers;
   mapOptions.tileElementsPerThread = options.tileElementsPerThread;
   pm.addNestedPass<func::FuncOp>(createMoEMapForallToGPU(mapOptions));

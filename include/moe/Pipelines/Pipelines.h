@@ -135,6 +135,19 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
       llvm::cl::desc("Tile buffers whose lifetimes do not overlap share "
                      "bytes (-moe-map-forall-to-gpu's share-tile-memory)"),
       llvm::cl::init(false)};
+  PassOptions::Option<int64_t> partialSharedMemoryBytes{
+      *this, "partial-shared-memory-bytes",
+      llvm::cl::desc("Shared memory per block for the most accessed tiles "
+                     "of a tile program whose tiles do not all fit "
+                     "(-moe-map-forall-to-gpu's partial-shared-memory-bytes; "
+                     "0: all to global scratch)"),
+      llvm::cl::init(200704)};
+  PassOptions::Option<bool> shareSpilledTiles{
+      *this, "share-spilled-tiles",
+      llvm::cl::desc("Tile buffers of a program whose tiles do not all fit "
+                     "in shared memory share bytes by lifetime "
+                     "(-moe-map-forall-to-gpu's share-spilled-tiles)"),
+      llvm::cl::init(true)};
   PassOptions::Option<int64_t> tileBlocksPerSM{
       *this, "tile-blocks-per-sm",
       llvm::cl::desc("Blocks of a tile program an SM must be able to hold "

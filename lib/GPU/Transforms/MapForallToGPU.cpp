@@ -306,6 +306,11 @@ private:
 
 } // namespace
 
+/// Shared memory of an SM of sm_90 (H100, H200) and what the driver keeps
+/// of it per resident block.
+constexpr int64_t kSharedMemoryPerSM = 233472;
+constexpr int64_t kSharedMemoryReservedPerBlock = 1024;
+
 /// The body's static tile buffers -> views of the block's dynamic shared
 /// memory (or of a global scratch buffer with one slice per block); those
 /// of a run-time size -> placeDynamicTiles.
@@ -330,51 +335,100 @@ LogicalResult MoEMapForallToGPUPass::placeTiles(IRRewriter &rewriter,
                                "type, got ")
              << type;
   }
+  auto bytesOf = [](memref::AllocOp alloc) {
+    return tileBufferBytes(alloc.getType());
+  };
   // Buffers whose lifetimes do not overlap share bytes.
-  TileMemoryPlan plan = planTileMemory(
-      launch, allocs,
-      [](memref::AllocOp alloc) { return tileBufferBytes(alloc.getType()); },
-      shareTileMemory);
-  int64_t total = plan.total;
+  TileMemoryPlan plan =
+      planTileMemory(launch, allocs, bytesOf, shareTileMemory);
 
   Location loc = launch.getLoc();
   Block &body = launch.getBody().front();
   Type i8 = rewriter.getI8Type();
-  Value base, blockOffset;
-  if (total <= sharedMemoryBytes) {
+  // Where each buffer goes: its memory's base, the block's offset in it,
+  // and its own offset and reuse.
+  SmallVector<Value> bases(allocs.size()), blockOffsets(allocs.size());
+  SmallVector<int64_t> offsets(plan.offsets);
+  SmallVector<bool> reuses(plan.reused);
+
+  auto sharedBase = [&](int64_t bytes) {
     rewriter.setInsertionPointToStart(&body);
     auto space = gpu::AddressSpaceAttr::get(rewriter.getContext(),
                                             gpu::AddressSpace::Workgroup);
-    base = gpu::DynamicSharedMemoryOp::create(
+    Value base = gpu::DynamicSharedMemoryOp::create(
         rewriter, loc,
         MemRefType::get({ShapedType::kDynamic}, i8, MemRefLayoutAttrInterface(),
                         space));
-    blockOffset = indexConstant(rewriter, loc, 0);
     rewriter.setInsertionPoint(launch);
     launch.getDynamicSharedMemorySizeMutable().assign(
-        arith::ConstantIntOp::create(rewriter, loc, total, 32).getResult());
-  } else {
-    // One slice of `total` bytes per block, in device memory.
+        arith::ConstantIntOp::create(rewriter, loc, bytes, 32).getResult());
+    return base;
+  };
+  // One slice of `bytes` per block, in device memory; returns the base and
+  // the block's offset.
+  auto scratchBase = [&](int64_t bytes) -> std::pair<Value, Value> {
     rewriter.setInsertionPoint(launch);
-    Value bytes = arith::MulIOp::create(rewriter, loc, gridSize,
-                                        indexConstant(rewriter, loc, total));
+    Value size = arith::MulIOp::create(rewriter, loc, gridSize,
+                                       indexConstant(rewriter, loc, bytes));
     // Allocated and freed in stream order once -moe-async-gpu-stream makes
     // these asynchronous.
     auto scratch = gpu::AllocOp::create(
         rewriter, loc, MemRefType::get({ShapedType::kDynamic}, i8),
-        /*asyncToken=*/Type(), ValueRange(), ValueRange{bytes}, ValueRange(),
+        /*asyncToken=*/Type(), ValueRange(), ValueRange{size}, ValueRange(),
         /*hostShared=*/false);
-    base = scratch.getMemref();
+    Value base = scratch.getMemref();
     rewriter.setInsertionPointAfter(launch);
     gpu::DeallocOp::create(rewriter, loc, /*asyncToken=*/Type(), ValueRange(),
                            base);
     rewriter.setInsertionPointToStart(&body);
-    blockOffset = arith::MulIOp::create(rewriter, loc, launch.getBlockIds().x,
-                                        indexConstant(rewriter, loc, total));
-  }
+    Value blockOffset =
+        arith::MulIOp::create(rewriter, loc, launch.getBlockIds().x,
+                              indexConstant(rewriter, loc, bytes));
+    return {base, blockOffset};
+  };
 
-  for (auto [alloc, offset, reused] :
-       llvm::zip(allocs, plan.offsets, plan.reused)) {
+  int64_t sharedBytes = plan.total;
+  if (plan.total <= sharedMemoryBytes) {
+    Value base = sharedBase(plan.total);
+    rewriter.setInsertionPointToStart(&body);
+    Value zero = indexConstant(rewriter, loc, 0);
+    bases.assign(allocs.size(), base);
+    blockOffsets.assign(allocs.size(), zero);
+  } else {
+    // The buffers accessed most per byte in shared memory, as many as
+    // `partial-shared-memory-bytes` holds; the rest in global scratch.
+    TileMemorySplit split = splitTileMemory(
+        launch, allocs, bytesOf, tileAccessBytes,
+        shareTileMemory || shareSpilledTiles, partialSharedMemoryBytes);
+    auto [scratch, scratchOffset] = scratchBase(split.slowPlan.total);
+    Value shared, zero;
+    if (split.fastPlan.total > 0) {
+      shared = sharedBase(split.fastPlan.total);
+      rewriter.setInsertionPointToStart(&body);
+      zero = indexConstant(rewriter, loc, 0);
+    }
+    for (size_t i = 0; i < allocs.size(); ++i) {
+      const TileMemoryPlan &home =
+          split.fast[i] ? split.fastPlan : split.slowPlan;
+      bases[i] = split.fast[i] ? shared : scratch;
+      blockOffsets[i] = split.fast[i] ? zero : scratchOffset;
+      offsets[i] = home.offsets[i];
+      reuses[i] = home.reused[i];
+    }
+    sharedBytes = split.fastPlan.total;
+  }
+  // No more blocks per SM than their shared memory allows: a register
+  // budget for more would only spill.
+  int64_t fitting = std::max<int64_t>(
+      1, kSharedMemoryPerSM / (sharedBytes + kSharedMemoryReservedPerBlock));
+  if (auto minBlocks = launch->getAttrOfType<IntegerAttr>(
+          NVVM::NVVMDialect::getMinctasmAttrName());
+      minBlocks && minBlocks.getInt() > fitting)
+    launch->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
+                    rewriter.getI32IntegerAttr(fitting));
+
+  for (auto [alloc, base, blockOffset, offset, reused] :
+       llvm::zip(allocs, bases, blockOffsets, offsets, reuses)) {
     rewriter.setInsertionPoint(alloc);
     Location allocLoc = alloc.getLoc();
     // Every thread is done with the bytes' other buffer before any writes.
@@ -903,6 +957,15 @@ void MoEMapForallToGPUPass::runOnOperation() {
                              "tile-elements-per-thread at least 1, got ")
         << static_cast<int64_t>(tileBlocksPerSM) << " and "
         << static_cast<int64_t>(tileElementsPerThread);
+    return signalPassFailure();
+  }
+  if (partialSharedMemoryBytes < 0 ||
+      partialSharedMemoryBytes > sharedMemoryBytes) {
+    getOperation().emitError("-moe-map-forall-to-gpu: "
+                             "partial-shared-memory-bytes must be between 0 "
+                             "and shared-memory-bytes (")
+        << static_cast<int64_t>(sharedMemoryBytes) << "), got "
+        << static_cast<int64_t>(partialSharedMemoryBytes);
     return signalPassFailure();
   }
   SmallVector<scf::ForallOp> foralls;

@@ -6,6 +6,8 @@
 
 #include "TileMemoryPlan.h"
 
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Interfaces/ControlFlowInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/Support/MathExtras.h"
@@ -76,25 +78,11 @@ static Lifetime lifetimeOf(memref::AllocOp alloc,
   return life;
 }
 
-TileMemoryPlan
-moe::planTileMemory(Operation *root, ArrayRef<memref::AllocOp> allocs,
-                    function_ref<int64_t(memref::AllocOp)> bytesOf,
-                    bool share) {
-  TileMemoryPlan plan;
-  plan.offsets.assign(allocs.size(), 0);
-  plan.reused.assign(allocs.size(), false);
-  SmallVector<int64_t> sizes;
-  for (memref::AllocOp alloc : allocs)
-    sizes.push_back(llvm::alignTo(bytesOf(alloc), 16));
-  if (!share) {
-    for (auto [i, size] : llvm::enumerate(sizes)) {
-      plan.offsets[i] = plan.total;
-      plan.total += size;
-    }
-    return plan;
-  }
-
-  DenseMap<Operation *, int64_t> first, last;
+/// Numbers `root`'s operations in pre-order: `first` is an operation's own
+/// number, `last` the largest number inside it.
+static void numberOperations(Operation *root,
+                             DenseMap<Operation *, int64_t> &first,
+                             DenseMap<Operation *, int64_t> &last) {
   int64_t counter = 0;
   std::function<void(Operation *)> number = [&](Operation *op) {
     first[op] = counter++;
@@ -105,17 +93,32 @@ moe::planTileMemory(Operation *root, ArrayRef<memref::AllocOp> allocs,
     last[op] = counter - 1;
   };
   number(root);
-  SmallVector<Lifetime> lives;
-  for (memref::AllocOp alloc : allocs)
-    lives.push_back(lifetimeOf(alloc, first, last));
+}
 
-  // Largest first, each at the lowest offset clear of the buffers placed so
-  // far whose lifetimes overlap its own.
-  SmallVector<size_t> order(allocs.size());
-  for (size_t i = 0; i < order.size(); ++i)
-    order[i] = i;
-  llvm::stable_sort(order,
-                    [&](size_t a, size_t b) { return sizes[a] > sizes[b]; });
+/// The buffers' lifetimes when they may share bytes, else lifetimes that
+/// all overlap.
+static SmallVector<Lifetime>
+lifetimesOf(Operation *root, ArrayRef<memref::AllocOp> allocs, bool share) {
+  SmallVector<Lifetime> lives(allocs.size(),
+                              Lifetime{0, std::numeric_limits<int64_t>::max()});
+  if (!share)
+    return lives;
+  DenseMap<Operation *, int64_t> first, last;
+  numberOperations(root, first, last);
+  for (auto [i, alloc] : llvm::enumerate(allocs))
+    lives[i] = lifetimeOf(alloc, first, last);
+  return lives;
+}
+
+/// Places the buffers `order` lists, in that order, each at the lowest
+/// offset clear of those placed before it whose lifetimes overlap its own;
+/// one that would end past `capacity` is left out. Returns which were
+/// placed.
+static SmallVector<bool> placeFirstFit(ArrayRef<int64_t> sizes,
+                                       ArrayRef<Lifetime> lives,
+                                       ArrayRef<size_t> order, int64_t capacity,
+                                       TileMemoryPlan &plan) {
+  SmallVector<bool> member(sizes.size(), false);
   SmallVector<size_t> placed;
   for (size_t i : order) {
     SmallVector<std::pair<int64_t, int64_t>> taken;
@@ -129,16 +132,145 @@ moe::planTileMemory(Operation *root, ArrayRef<memref::AllocOp> allocs,
         break;
       offset = std::max(offset, end);
     }
+    if (offset + sizes[i] > capacity)
+      continue;
     plan.offsets[i] = offset;
     plan.total = std::max(plan.total, offset + sizes[i]);
     placed.push_back(i);
+    member[i] = true;
   }
   // A buffer sharing bytes with another, before or after it (in a loop, a
   // later buffer of one iteration precedes an earlier one of the next).
-  for (size_t i = 0; i < allocs.size(); ++i)
-    for (size_t j = 0; j < allocs.size(); ++j)
+  for (size_t i : placed)
+    for (size_t j : placed)
       if (i != j && plan.offsets[j] < plan.offsets[i] + sizes[i] &&
           plan.offsets[i] < plan.offsets[j] + sizes[j])
         plan.reused[i] = true;
+  return member;
+}
+
+static SmallVector<int64_t>
+alignedSizes(ArrayRef<memref::AllocOp> allocs,
+             function_ref<int64_t(memref::AllocOp)> bytesOf) {
+  SmallVector<int64_t> sizes;
+  for (memref::AllocOp alloc : allocs)
+    sizes.push_back(llvm::alignTo(bytesOf(alloc), 16));
+  return sizes;
+}
+
+static TileMemoryPlan emptyPlan(size_t buffers) {
+  TileMemoryPlan plan;
+  plan.offsets.assign(buffers, 0);
+  plan.reused.assign(buffers, false);
   return plan;
+}
+
+TileMemoryPlan
+moe::planTileMemory(Operation *root, ArrayRef<memref::AllocOp> allocs,
+                    function_ref<int64_t(memref::AllocOp)> bytesOf,
+                    bool share) {
+  TileMemoryPlan plan = emptyPlan(allocs.size());
+  SmallVector<int64_t> sizes = alignedSizes(allocs, bytesOf);
+  SmallVector<Lifetime> lives = lifetimesOf(root, allocs, share);
+  // Without sharing, in program order one after the other; with it, the
+  // largest first.
+  SmallVector<size_t> order(allocs.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  if (share)
+    llvm::stable_sort(order,
+                      [&](size_t a, size_t b) { return sizes[a] > sizes[b]; });
+  placeFirstFit(sizes, lives, order, std::numeric_limits<int64_t>::max(), plan);
+  return plan;
+}
+
+/// Static trip count of `loop`, or 1 when unknown.
+static int64_t staticTripCount(scf::ForOp loop) {
+  std::optional<int64_t> lb = getConstantIntValue(loop.getLowerBound());
+  std::optional<int64_t> ub = getConstantIntValue(loop.getUpperBound());
+  std::optional<int64_t> step = getConstantIntValue(loop.getStep());
+  if (!lb || !ub || !step || *step <= 0 || *ub <= *lb)
+    return 1;
+  return llvm::divideCeil(*ub - *lb, *step);
+}
+
+int64_t moe::tileAccessBytes(memref::AllocOp alloc) {
+  // Unsigned, so that the sums saturate instead of overflowing.
+  uint64_t whole = tileBufferBytes(alloc.getType());
+  int64_t element = tileElementBytes(alloc.getType().getElementType());
+  Block *home = alloc->getBlock();
+  uint64_t total = 0;
+  SmallVector<Value> worklist = {alloc.getResult()};
+  while (!worklist.empty()) {
+    Value value = worklist.pop_back_val();
+    for (OpOperand &use : value.getUses()) {
+      Operation *user = use.getOwner();
+      if (auto view = dyn_cast<ViewLikeOpInterface>(user);
+          view && view.getViewSource() == value) {
+        for (Value result : user->getResults())
+          worklist.push_back(result);
+        continue;
+      }
+      if (isa<memref::CastOp, memref::MemorySpaceCastOp>(user)) {
+        worklist.push_back(user->getResult(0));
+        continue;
+      }
+      if (isa<memref::DeallocOp>(user))
+        continue;
+      // A load or store touches one element; any other op, the view it
+      // is given.
+      uint64_t bytes = element;
+      if (!isa<memref::LoadOp, memref::StoreOp>(user)) {
+        auto type = dyn_cast<MemRefType>(value.getType());
+        int64_t viewed = type ? tileBufferBytes(type) : -1;
+        bytes = viewed >= 0 ? viewed : whole;
+      }
+      for (Operation *parent = user->getParentOp();
+           parent && parent->getBlock() && parent != home->getParentOp();
+           parent = parent->getParentOp())
+        if (auto loop = dyn_cast<scf::ForOp>(parent))
+          bytes = llvm::SaturatingMultiply(
+              bytes, static_cast<uint64_t>(staticTripCount(loop)));
+      total = llvm::SaturatingAdd(total, bytes);
+    }
+  }
+  return static_cast<int64_t>(
+      std::min<uint64_t>(total, std::numeric_limits<int64_t>::max()));
+}
+
+TileMemorySplit
+moe::splitTileMemory(Operation *root, ArrayRef<memref::AllocOp> allocs,
+                     function_ref<int64_t(memref::AllocOp)> bytesOf,
+                     function_ref<int64_t(memref::AllocOp)> accessBytesOf,
+                     bool share, int64_t fastCapacity) {
+  TileMemorySplit split;
+  split.fastPlan = emptyPlan(allocs.size());
+  split.slowPlan = emptyPlan(allocs.size());
+  SmallVector<int64_t> sizes = alignedSizes(allocs, bytesOf);
+  SmallVector<Lifetime> lives = lifetimesOf(root, allocs, share);
+  // The fast memory takes the buffers with the most accesses per byte
+  // first (then the larger), as long as they fit.
+  SmallVector<double> density;
+  for (auto [alloc, size] : llvm::zip(allocs, sizes))
+    density.push_back(static_cast<double>(accessBytesOf(alloc)) /
+                      static_cast<double>(std::max<int64_t>(size, 1)));
+  SmallVector<size_t> order(allocs.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  llvm::stable_sort(order, [&](size_t a, size_t b) {
+    if (density[a] != density[b])
+      return density[a] > density[b];
+    return sizes[a] > sizes[b];
+  });
+  split.fast = placeFirstFit(sizes, lives, order, fastCapacity, split.fastPlan);
+  SmallVector<size_t> rest;
+  for (size_t i = 0; i < allocs.size(); ++i)
+    if (!split.fast[i])
+      rest.push_back(i);
+  if (share)
+    llvm::stable_sort(rest,
+                      [&](size_t a, size_t b) { return sizes[a] > sizes[b]; });
+  placeFirstFit(sizes, lives, rest, std::numeric_limits<int64_t>::max(),
+                split.slowPlan);
+  return split;
 }

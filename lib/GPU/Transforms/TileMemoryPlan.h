@@ -42,6 +42,29 @@ TileMemoryPlan planTileMemory(Operation *root, ArrayRef<memref::AllocOp> allocs,
                               function_ref<int64_t(memref::AllocOp)> bytesOf,
                               bool share);
 
+/// Bytes of `alloc` that its users touch, through views: a load or store
+/// an element, any other op the view it is given, times the static trip
+/// counts of the loops around it (in `alloc`'s block).
+int64_t tileAccessBytes(memref::AllocOp alloc);
+
+/// `allocs` split between a fast memory of `fastCapacity` bytes and a slow
+/// one of any size: the fast one takes the buffers with the most accessed
+/// bytes (`accessBytesOf`) per byte first, each that still fits (with
+/// `share`, at the lowest offset clear of the buffers whose lifetimes
+/// overlap its own); the rest go to the slow one.
+struct TileMemorySplit {
+  /// Per buffer, whether it is in the fast memory.
+  SmallVector<bool> fast;
+  /// Offsets in each memory; those of the other memory's buffers are 0.
+  TileMemoryPlan fastPlan, slowPlan;
+};
+
+TileMemorySplit
+splitTileMemory(Operation *root, ArrayRef<memref::AllocOp> allocs,
+                function_ref<int64_t(memref::AllocOp)> bytesOf,
+                function_ref<int64_t(memref::AllocOp)> accessBytesOf,
+                bool share, int64_t fastCapacity);
+
 } // namespace mlir::moe
 
 #endif // MOE_GPU_TRANSFORMS_TILEMEMORYPLAN_H

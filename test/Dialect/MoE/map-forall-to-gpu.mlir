@@ -5,8 +5,12 @@
 // RUN: moe-opt %s -split-input-file -moe-map-forall-to-gpu=tile-elements-per-thread=1 -verify-diagnostics | FileCheck %s --check-prefix=ONE
 // RUN: not moe-opt %s -split-input-file -moe-map-forall-to-gpu=tile-elements-per-thread=0 2>&1 | FileCheck %s --check-prefix=BADUNROLL
 // RUN: not moe-opt %s -split-input-file -moe-map-forall-to-gpu=tile-blocks-per-sm=-1 2>&1 | FileCheck %s --check-prefix=BADBLOCKS
+// RUN: moe-opt %s -split-input-file -moe-map-forall-to-gpu="partial-shared-memory-bytes=0 share-spilled-tiles=false" -verify-diagnostics | FileCheck %s --check-prefix=NOPARTIAL
+// RUN: moe-opt %s -split-input-file -moe-map-forall-to-gpu="partial-shared-memory-bytes=115712 share-spilled-tiles=false" -verify-diagnostics | FileCheck %s --check-prefix=PARTIAL
+// RUN: not moe-opt %s -split-input-file -moe-map-forall-to-gpu=partial-shared-memory-bytes=300000 2>&1 | FileCheck %s --check-prefix=BADPARTIAL
 // BADUNROLL: error: -moe-map-forall-to-gpu: tile-blocks-per-sm must be at least 0 and tile-elements-per-thread at least 1, got 2 and 0
 // BADBLOCKS: error: -moe-map-forall-to-gpu: tile-blocks-per-sm must be at least 0 and tile-elements-per-thread at least 1, got -1 and 8
+// BADPARTIAL: error: -moe-map-forall-to-gpu: partial-shared-memory-bytes must be between 0 and shared-memory-bytes (200704), got 300000
 
 // A tile program: one block per iteration, 256 threads. Its tile buffers
 // are views of the dynamic shared memory: the unused 8 floats die where they
@@ -514,6 +518,111 @@ func.func @global_scratch(%x: memref<?x65536xf32>, %n: index) attributes {} {
     %row = memref.subview %x[%i, 0] [1, 65536] [1, 1] : memref<?x65536xf32> to memref<65536xf32, strided<[1], offset: ?>>
     linalg.copy ins(%row : memref<65536xf32, strided<[1], offset: ?>>) outs(%tile : memref<65536xf32>)
     memref.dealloc %tile : memref<65536xf32>
+  }
+  return
+}
+
+// -----
+
+// Tiles that do not all fit: those accessed most per byte stay in shared
+// memory within partial-shared-memory-bytes (here 113 KiB, without
+// sharing by lifetime): %hot (32 KiB, read
+// four times in a loop: 5 accesses per byte), then %warm (64 KiB, 3 per
+// byte); %cold (2 per byte) would pass the budget and %big (256 KiB) never
+// fits, so both go to the global scratch slice, in program order.
+
+// PARTIAL-LABEL: func.func @partial_shared(
+// PARTIAL:         %[[BYTES:.+]] = arith.muli %{{.+}}, %c327680
+// PARTIAL:         %[[SCRATCH:.+]] = gpu.alloc  (%[[BYTES]]) : memref<?xi8>
+// PARTIAL:         gpu.launch
+// PARTIAL-SAME:      dynamic_shared_memory_size %c98304_i32
+// PARTIAL-DAG:       %[[SHARED:.+]] = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+// PARTIAL-DAG:       %[[OFFSET:.+]] = arith.muli %{{.+}}, %c327680
+// PARTIAL:           %[[BIG:.+]] = arith.addi %[[OFFSET]], %c0
+// PARTIAL:           memref.view %[[SCRATCH]][%[[BIG]]][] : memref<?xi8> to memref<65536xf32>
+// PARTIAL:           %[[HOT:.+]] = arith.addi %{{.+}}, %c0
+// PARTIAL:           memref.view %[[SHARED]][%[[HOT]]][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<8192xf32, #gpu.address_space<workgroup>>
+// PARTIAL:           %[[WARM:.+]] = arith.addi %{{.+}}, %c32768
+// PARTIAL:           memref.view %[[SHARED]][%[[WARM]]][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<16384xf32, #gpu.address_space<workgroup>>
+// PARTIAL:           %[[COLD:.+]] = arith.addi %[[OFFSET]], %c262144
+// PARTIAL:           memref.view %[[SCRATCH]][%[[COLD]]][] : memref<?xi8> to memref<16384xf32>
+// PARTIAL:         gpu.dealloc  %[[SCRATCH]] : memref<?xi8>
+
+// By default (196 KiB, sharing by lifetime): %big (256 KiB) alone goes to
+// the scratch slice; %hot is dead when %warm is written, and %warm when
+// %cold is, so the three take 64 KiB of shared memory from offset 0 (a
+// barrier between one's last use and the next one's writes).
+
+// NOSHARE-LABEL: func.func @partial_shared(
+// NOSHARE:         arith.muli %{{.+}}, %c262144
+// NOSHARE:         gpu.launch
+// NOSHARE-SAME:      dynamic_shared_memory_size %c65536_i32
+// NOSHARE:           memref.view %{{.+}} : memref<?xi8> to memref<65536xf32>
+// NOSHARE:           %[[HOT:.+]] = arith.addi %{{.+}}, %c0
+// NOSHARE-NEXT:      memref.view %{{.+}}[%[[HOT]]][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<8192xf32, #gpu.address_space<workgroup>>
+// NOSHARE:           gpu.barrier
+// NOSHARE:           %[[WARM:.+]] = arith.addi %{{.+}}, %c0
+// NOSHARE-NEXT:      memref.view %{{.+}}[%[[WARM]]][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<16384xf32, #gpu.address_space<workgroup>>
+// NOSHARE:           gpu.barrier
+// NOSHARE:           %[[COLD:.+]] = arith.addi %{{.+}}, %c0
+// NOSHARE-NEXT:      memref.view %{{.+}}[%[[COLD]]][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<16384xf32, #gpu.address_space<workgroup>>
+// NOSHARE:         } {nvvm.minctasm = 2 : i32}
+
+// With partial-shared-memory-bytes=0, every tile is in the scratch slice.
+// NOPARTIAL-LABEL: func.func @partial_shared(
+// NOPARTIAL:         arith.muli %{{.+}}, %c425984
+// NOPARTIAL:         gpu.launch
+// NOPARTIAL-NOT:       dynamic_shared_memory_size
+// NOPARTIAL-NOT:     gpu.dynamic_shared_memory
+// NOPARTIAL:         gpu.dealloc
+func.func @partial_shared(%x: memref<?x65536xf32>, %y: memref<?x8192xf32>, %z: memref<?x16384xf32>, %n: index) attributes {} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %zero = arith.constant 0.0 : f32
+  scf.forall (%i) in (%n) {
+    %big = memref.alloc() : memref<65536xf32>
+    %row = memref.subview %x[%i, 0] [1, 65536] [1, 1] : memref<?x65536xf32> to memref<65536xf32, strided<[1], offset: ?>>
+    linalg.copy ins(%row : memref<65536xf32, strided<[1], offset: ?>>) outs(%big : memref<65536xf32>)
+    %hot = memref.alloc() : memref<8192xf32>
+    linalg.fill ins(%zero : f32) outs(%hot : memref<8192xf32>)
+    %out = memref.subview %y[%i, 0] [1, 8192] [1, 1] : memref<?x8192xf32> to memref<8192xf32, strided<[1], offset: ?>>
+    scf.for %j = %c0 to %c4 step %c1 {
+      linalg.copy ins(%hot : memref<8192xf32>) outs(%out : memref<8192xf32, strided<[1], offset: ?>>)
+    }
+    %warm = memref.alloc() : memref<16384xf32>
+    linalg.fill ins(%zero : f32) outs(%warm : memref<16384xf32>)
+    %zrow = memref.subview %z[%i, 0] [1, 16384] [1, 1] : memref<?x16384xf32> to memref<16384xf32, strided<[1], offset: ?>>
+    linalg.copy ins(%warm : memref<16384xf32>) outs(%zrow : memref<16384xf32, strided<[1], offset: ?>>)
+    linalg.copy ins(%warm : memref<16384xf32>) outs(%zrow : memref<16384xf32, strided<[1], offset: ?>>)
+    %cold = memref.alloc() : memref<16384xf32>
+    linalg.fill ins(%zero : f32) outs(%cold : memref<16384xf32>)
+    linalg.copy ins(%cold : memref<16384xf32>) outs(%zrow : memref<16384xf32, strided<[1], offset: ?>>)
+    memref.dealloc %big : memref<65536xf32>
+    memref.dealloc %hot : memref<8192xf32>
+    memref.dealloc %warm : memref<16384xf32>
+    memref.dealloc %cold : memref<16384xf32>
+  }
+  return
+}
+
+// -----
+
+// Tiles that fit but take 120 KiB of shared memory: one block per SM at
+// most, so the launch asks the PTX compiler for one, not
+// tile-blocks-per-sm (2), and the registers need not fit two blocks.
+
+// NOSHARE-LABEL: func.func @one_block_per_sm(
+// NOSHARE:         gpu.launch
+// NOSHARE-SAME:      dynamic_shared_memory_size %c122880_i32
+// NOSHARE:         } {nvvm.minctasm = 1 : i32}
+func.func @one_block_per_sm(%x: memref<?x30720xf32>, %n: index) attributes {} {
+  scf.forall (%i) in (%n) {
+    %tile = memref.alloc() : memref<30720xf32>
+    %row = memref.subview %x[%i, 0] [1, 30720] [1, 1] : memref<?x30720xf32> to memref<30720xf32, strided<[1], offset: ?>>
+    linalg.copy ins(%row : memref<30720xf32, strided<[1], offset: ?>>) outs(%tile : memref<30720xf32>)
+    linalg.copy ins(%tile : memref<30720xf32>) outs(%row : memref<30720xf32, strided<[1], offset: ?>>)
+    memref.dealloc %tile : memref<30720xf32>
   }
   return
 }

@@ -1192,6 +1192,14 @@ def MoEOneShotBufferize : Pass<"moe-one-shot-bufferize", "::mlir::ModuleOp"> {
     take). Together these took kimi-tiny's CUDA training program from 861
     `memref.copy` ops to 466 and its peak memory on an H100 from 6.55 to
     5.50 GiB.
+
+    For the same reason an argument of dynamic shape that the kind
+    collapses across its outer dimensions, or reads through an
+    identity-layout `bufferization.to_buffer` (what the kernel generators
+    ask for), takes the identity layout: the kind copied the contiguous
+    view at every call, now only a caller whose value is not contiguous
+    copies it. kimi-tiny's CUDA training step: 394 copy kernels to 323,
+    754 launch sites to 683.
   }];
   let dependentDialects = [
     "::mlir::bufferization::BufferizationDialect",
@@ -1490,7 +1498,13 @@ def MoEMapForallToGPU : Pass<"moe-map-forall-to-gpu", "::mlir::func::FuncOp"> {
       into the block's dynamic shared memory, at offsets fixed here; when
       they need more than `shared-memory-bytes`, views into one global
       scratch buffer of that size per block, allocated before the launch
-      and freed after it. No tile is allocated from the device heap. With
+      and freed after it, except for the buffers accessed most per byte
+      (bytes its ops touch through views, times the trip counts of the
+      loops around them, over the buffer's size), which stay in shared
+      memory as long as they fit in `partial-shared-memory-bytes`; with
+      `share-spilled-tiles` (on) such a program's buffers share bytes by
+      lifetime (below) in both memories. No tile is allocated from the
+      device heap. With
       `share-tile-memory` (off by default: on an H100 it saved about 4 ms
       of kimi-tiny's 66 ms KDA gradient but not the training step), buffers whose lifetimes do not overlap share
       bytes: a buffer is live from its allocation to the end
@@ -1507,6 +1521,8 @@ def MoEMapForallToGPU : Pass<"moe-map-forall-to-gpu", "::mlir::func::FuncOp"> {
       every op, so a second block per SM hides more latency than registers
       do: kimi-tiny's KDA gradient stage used 248 registers (one block per
       SM) and took 26.6 ms a step on an H100, with two blocks 19.8 ms.
+      A launch whose shared memory leaves room for fewer blocks (228 KiB
+      per SM, 1 KiB reserved per block) asks for as many as fit.
     * With `elide-barriers` (on), a barrier of the program's top level
       goes when the ops since the last barrier kept and those up to the
       next one are independent: no byte one of them writes is read or
@@ -1552,6 +1568,17 @@ def MoEMapForallToGPU : Pass<"moe-map-forall-to-gpu", "::mlir::func::FuncOp"> {
            /*default=*/"200704",
            "Most dynamic shared memory per block for tile buffers (bytes; "
            "the H200 allows 232448); beyond it, tiles go to global scratch">,
+    Option<"partialSharedMemoryBytes", "partial-shared-memory-bytes",
+           "int64_t", /*default=*/"200704",
+           "When a tile program's buffers need more than "
+           "shared-memory-bytes: the shared memory per block its most "
+           "accessed buffers get (bytes), the rest going to global scratch "
+           "(0: all to global scratch)">,
+    Option<"shareSpilledTiles", "share-spilled-tiles", "bool",
+           /*default=*/"true",
+           "Let the buffers of a tile program that needs more than "
+           "shared-memory-bytes share bytes by lifetime, whatever "
+           "share-tile-memory says">,
     Option<"shareTileMemory", "share-tile-memory", "bool", /*default=*/"false",
            "Let tile buffers whose lifetimes do not overlap share bytes "
            "(a barrier before each buffer that shares bytes); off by "
