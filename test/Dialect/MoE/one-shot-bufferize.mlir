@@ -104,3 +104,49 @@ func.func private @__moe_kind_add(%a: tensor<?x?x8xf32>, %b: tensor<?x?x8xf32>) 
   %e = linalg.add ins(%a, %b : tensor<?x?x8xf32>, tensor<?x?x8xf32>) outs(%a : tensor<?x?x8xf32>) -> tensor<?x?x8xf32>
   return %e : tensor<?x?x8xf32>
 }
+
+// -----
+
+// A kind that collapses a [?, ?, 8] argument into rows: the contiguous view
+// (dynamic outer stride) would be copied inside the kind at every call, so
+// that argument takes the identity layout. The caller's fresh activation
+// passes as it is; a view with an offset (a slice of a stacked buffer) is
+// copied at its call instead. The static 8 x 8 weight keeps the contiguous
+// view: no copy at the call.
+
+// CHECK-LABEL: func.func @rows
+// CHECK-SAME:  (%[[X:.*]]: memref<?x?x8xf32>, %[[S:.*]]: memref<2x?x?x8xf32>, %[[W:.*]]: memref<8x8xf32>)
+// CHECK:      %[[WC:.*]] = memref.cast %[[W]] : memref<8x8xf32> to memref<8x8xf32, strided<[8, 1], offset: ?>>
+// CHECK-NOT:  memref.copy
+// CHECK:      call @__moe_kind_rows(%[[X]], %[[WC]]) {moe.outlined_kind} : (memref<?x?x8xf32>, memref<8x8xf32, strided<[8, 1], offset: ?>>) -> memref<?x8xf32>
+// CHECK:      %[[SLICE:.*]] = memref.subview %[[S]][1, 0, 0, 0]
+// CHECK:      %[[BUF:.*]] = memref.alloc({{.*}}) {{.*}}: memref<?x?x8xf32>
+// CHECK:      memref.copy %[[SLICE]], %[[BUF]]
+// CHECK:      call @__moe_kind_rows(%[[BUF]], %{{.*}}) {moe.outlined_kind}
+
+// CHECK-LABEL: func.func private @__moe_kind_rows
+// CHECK-SAME:  (%[[A:.*]]: memref<?x?x8xf32>, %{{.*}}: memref<8x8xf32, strided<[8, 1], offset: ?>>) -> memref<?x8xf32>
+// CHECK-NOT:  memref.copy
+// CHECK:      memref.collapse_shape %[[A]] {{\[\[}}0, 1], [2]] : memref<?x?x8xf32> into memref<?x8xf32>
+func.func @rows(%x: tensor<?x?x8xf32>, %stack: tensor<2x?x?x8xf32>, %w: tensor<8x8xf32>) -> (tensor<?x8xf32>, tensor<?x8xf32>) {
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %b = tensor.dim %stack, %c1 : tensor<2x?x?x8xf32>
+  %t = tensor.dim %stack, %c2 : tensor<2x?x?x8xf32>
+  %y = call @__moe_kind_rows(%x, %w) {moe.outlined_kind} : (tensor<?x?x8xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
+  %slice = tensor.extract_slice %stack[1, 0, 0, 0] [1, %b, %t, 8] [1, 1, 1, 1] : tensor<2x?x?x8xf32> to tensor<?x?x8xf32>
+  %z = call @__moe_kind_rows(%slice, %w) {moe.outlined_kind} : (tensor<?x?x8xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
+  return %y, %z : tensor<?x8xf32>, tensor<?x8xf32>
+}
+
+func.func private @__moe_kind_rows(%a: tensor<?x?x8xf32>, %w: tensor<8x8xf32>) -> tensor<?x8xf32>
+    attributes {moe.outlined_kind} {
+  %c0 = arith.constant 0 : index
+  %rows = tensor.collapse_shape %a [[0, 1], [2]] : tensor<?x?x8xf32> into tensor<?x8xf32>
+  %n = tensor.dim %rows, %c0 : tensor<?x8xf32>
+  %zero = arith.constant 0.0 : f32
+  %empty = tensor.empty(%n) : tensor<?x8xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%empty : tensor<?x8xf32>) -> tensor<?x8xf32>
+  %y = linalg.matmul ins(%rows, %w : tensor<?x8xf32>, tensor<8x8xf32>) outs(%init : tensor<?x8xf32>) -> tensor<?x8xf32>
+  return %y : tensor<?x8xf32>
+}

@@ -17,6 +17,7 @@
 #include "mlir/Dialect/Bufferization/Transforms/OneShotModuleBufferize.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 namespace mlir::moe {
 #define GEN_PASS_DEF_MOEONESHOTBUFFERIZE
@@ -70,6 +71,29 @@ void MoEOneShotBufferizePass::runOnOperation() {
                         BoolAttr::get(ctx, false));
   });
 
+  // Argument types a kind collapses across its outer dimensions ([B, T, n]
+  // to [B T, n]): a contiguous view's outer stride is dynamic, so the
+  // collapse would copy the argument inside the kind at every call; with the
+  // identity layout it is a view, and only a caller whose value is not
+  // contiguous copies.
+  auto collapsed = std::make_shared<DenseSet<std::pair<Operation *, Type>>>();
+  getOperation().walk([&](func::FuncOp func) {
+    if (!func->hasAttr(kOutlinedKindAttrName))
+      return;
+    for (BlockArgument arg : func.getArguments())
+      for (Operation *user : arg.getUsers()) {
+        auto ranked = dyn_cast<RankedTensorType>(arg.getType());
+        if (!ranked || ranked.hasStaticShape())
+          continue;
+        auto collapse = dyn_cast<tensor::CollapseShapeOp>(user);
+        auto toBuffer = dyn_cast<bufferization::ToBufferOp>(user);
+        if ((collapse && collapse.getReassociationIndices()[0].size() > 1) ||
+            (toBuffer &&
+             cast<MemRefType>(toBuffer.getType()).getLayout().isIdentity()))
+          collapsed->insert({func.getOperation(), arg.getType()});
+      }
+  });
+
   bufferization::OneShotBufferizationOptions options;
   options.bufferizeFunctionBoundaries = true;
   options.allowReturnAllocsFromLoops = true;
@@ -80,11 +104,13 @@ void MoEOneShotBufferizePass::runOnOperation() {
   // [B T, n], as every projection does) had to copy it first.
   options.inferFunctionResultLayout = true;
   options.functionArgTypeConverterFn =
-      [](bufferization::TensorLikeType type, Attribute memorySpace,
-         func::FuncOp func, const bufferization::BufferizationOptions &)
+      [collapsed](bufferization::TensorLikeType type, Attribute memorySpace,
+                  func::FuncOp func,
+                  const bufferization::BufferizationOptions &)
       -> bufferization::BufferLikeType {
     auto ranked = dyn_cast<RankedTensorType>(type);
-    if (ranked && func->hasAttr(kOutlinedKindAttrName))
+    if (ranked && func->hasAttr(kOutlinedKindAttrName) &&
+        !collapsed->contains({func.getOperation(), Type(type)}))
       return cast<bufferization::BufferLikeType>(
           contiguousViewType(ranked, memorySpace));
     return cast<bufferization::BufferLikeType>(
