@@ -44,37 +44,54 @@ int64_t mlir::moe::tileBufferBytes(MemRefType type) {
   return bytes * type.getNumElements();
 }
 
-/// The lifetime of `alloc` in the numbering `first` (an operation's own
-/// number) and `last` (the largest number inside it).
-static Lifetime lifetimeOf(memref::AllocOp alloc,
-                           const DenseMap<Operation *, int64_t> &first,
-                           const DenseMap<Operation *, int64_t> &last) {
-  constexpr int64_t kForever = std::numeric_limits<int64_t>::max();
-  Block *home = alloc->getBlock();
-  Lifetime life{first.lookup(alloc), first.lookup(alloc)};
+/// Whether `user` is a view or cast of `value` (its results reach the
+/// same bytes).
+static bool isViewOf(Operation *user, Value value) {
+  if (auto view = dyn_cast<ViewLikeOpInterface>(user))
+    return view.getViewSource() == value;
+  return isa<memref::CastOp, memref::MemorySpaceCastOp>(user);
+}
+
+/// Calls `visit(user, value)` for each use of `alloc`'s buffer, through its
+/// views and casts (which are visited too, then their own users); stops
+/// and returns false as soon as `visit` does.
+static bool walkBufferUses(memref::AllocOp alloc,
+                           function_ref<bool(Operation *, Value)> visit) {
   SmallVector<Value> worklist = {alloc.getResult()};
   while (!worklist.empty()) {
     Value value = worklist.pop_back_val();
     for (OpOperand &use : value.getUses()) {
       Operation *user = use.getOwner();
-      // Reaching a terminator or a region's carried values: the buffer
-      // outlives what the numbering can follow.
-      if (user->hasTrait<OpTrait::IsTerminator>() ||
-          isa<RegionBranchOpInterface>(user))
-        return {0, kForever};
-      if (auto view = dyn_cast<ViewLikeOpInterface>(user);
-          view && view.getViewSource() == value) {
-        for (Value result : user->getResults())
-          worklist.push_back(result);
-      } else if (isa<memref::CastOp, memref::MemorySpaceCastOp>(user)) {
-        worklist.push_back(user->getResult(0));
-      }
-      Operation *ancestor = home->findAncestorOpInBlock(*user);
-      if (!ancestor)
-        return {0, kForever};
-      life.end = std::max(life.end, last.lookup(ancestor));
+      if (!visit(user, value))
+        return false;
+      if (isViewOf(user, value))
+        llvm::append_range(worklist, user->getResults());
     }
   }
+  return true;
+}
+
+/// The lifetime of `alloc` in the numbering `first` (an operation's own
+/// number) and `last` (the largest number inside it).
+static Lifetime lifetimeOf(memref::AllocOp alloc,
+                           const DenseMap<Operation *, int64_t> &first,
+                           const DenseMap<Operation *, int64_t> &last) {
+  Block *home = alloc->getBlock();
+  Lifetime life{first.lookup(alloc), first.lookup(alloc)};
+  bool followed = walkBufferUses(alloc, [&](Operation *user, Value) {
+    // Reaching a terminator or a region's carried values: the buffer
+    // outlives what the numbering can follow.
+    if (user->hasTrait<OpTrait::IsTerminator>() ||
+        isa<RegionBranchOpInterface>(user))
+      return false;
+    Operation *ancestor = home->findAncestorOpInBlock(*user);
+    if (!ancestor)
+      return false;
+    life.end = std::max(life.end, last.lookup(ancestor));
+    return true;
+  });
+  if (!followed)
+    return {0, std::numeric_limits<int64_t>::max()};
   return life;
 }
 
@@ -158,6 +175,18 @@ alignedSizes(ArrayRef<memref::AllocOp> allocs,
   return sizes;
 }
 
+/// Buffer indices 0 .. count - 1.
+static SmallVector<size_t> indices(size_t count) {
+  return llvm::to_vector(llvm::seq<size_t>(0, count));
+}
+
+/// `order` with the larger buffers first (stable among equal sizes).
+static void largestFirst(SmallVectorImpl<size_t> &order,
+                         ArrayRef<int64_t> sizes) {
+  llvm::stable_sort(order,
+                    [&](size_t a, size_t b) { return sizes[a] > sizes[b]; });
+}
+
 static TileMemoryPlan emptyPlan(size_t buffers) {
   TileMemoryPlan plan;
   plan.offsets.assign(buffers, 0);
@@ -174,12 +203,9 @@ moe::planTileMemory(Operation *root, ArrayRef<memref::AllocOp> allocs,
   SmallVector<Lifetime> lives = lifetimesOf(root, allocs, share);
   // Without sharing, in program order one after the other; with it, the
   // largest first.
-  SmallVector<size_t> order(allocs.size());
-  for (size_t i = 0; i < order.size(); ++i)
-    order[i] = i;
+  SmallVector<size_t> order = indices(allocs.size());
   if (share)
-    llvm::stable_sort(order,
-                      [&](size_t a, size_t b) { return sizes[a] > sizes[b]; });
+    largestFirst(order, sizes);
   placeFirstFit(sizes, lives, order, std::numeric_limits<int64_t>::max(), plan);
   return plan;
 }
@@ -200,40 +226,26 @@ int64_t moe::tileAccessBytes(memref::AllocOp alloc) {
   int64_t element = tileElementBytes(alloc.getType().getElementType());
   Block *home = alloc->getBlock();
   uint64_t total = 0;
-  SmallVector<Value> worklist = {alloc.getResult()};
-  while (!worklist.empty()) {
-    Value value = worklist.pop_back_val();
-    for (OpOperand &use : value.getUses()) {
-      Operation *user = use.getOwner();
-      if (auto view = dyn_cast<ViewLikeOpInterface>(user);
-          view && view.getViewSource() == value) {
-        for (Value result : user->getResults())
-          worklist.push_back(result);
-        continue;
-      }
-      if (isa<memref::CastOp, memref::MemorySpaceCastOp>(user)) {
-        worklist.push_back(user->getResult(0));
-        continue;
-      }
-      if (isa<memref::DeallocOp>(user))
-        continue;
-      // A load or store touches one element; any other op, the view it
-      // is given.
-      uint64_t bytes = element;
-      if (!isa<memref::LoadOp, memref::StoreOp>(user)) {
-        auto type = dyn_cast<MemRefType>(value.getType());
-        int64_t viewed = type ? tileBufferBytes(type) : -1;
-        bytes = viewed >= 0 ? viewed : whole;
-      }
-      for (Operation *parent = user->getParentOp();
-           parent && parent->getBlock() && parent != home->getParentOp();
-           parent = parent->getParentOp())
-        if (auto loop = dyn_cast<scf::ForOp>(parent))
-          bytes = llvm::SaturatingMultiply(
-              bytes, static_cast<uint64_t>(staticTripCount(loop)));
-      total = llvm::SaturatingAdd(total, bytes);
+  walkBufferUses(alloc, [&](Operation *user, Value value) {
+    if (isViewOf(user, value) || isa<memref::DeallocOp>(user))
+      return true;
+    // A load or store touches one element; any other op, the view it is
+    // given.
+    uint64_t bytes = element;
+    if (!isa<memref::LoadOp, memref::StoreOp>(user)) {
+      auto type = dyn_cast<MemRefType>(value.getType());
+      int64_t viewed = type ? tileBufferBytes(type) : -1;
+      bytes = viewed >= 0 ? viewed : whole;
     }
-  }
+    for (Operation *parent = user->getParentOp();
+         parent && parent->getBlock() && parent != home->getParentOp();
+         parent = parent->getParentOp())
+      if (auto loop = dyn_cast<scf::ForOp>(parent))
+        bytes = llvm::SaturatingMultiply(
+            bytes, static_cast<uint64_t>(staticTripCount(loop)));
+    total = llvm::SaturatingAdd(total, bytes);
+    return true;
+  });
   return static_cast<int64_t>(
       std::min<uint64_t>(total, std::numeric_limits<int64_t>::max()));
 }
@@ -254,9 +266,7 @@ moe::splitTileMemory(Operation *root, ArrayRef<memref::AllocOp> allocs,
   for (auto [alloc, size] : llvm::zip(allocs, sizes))
     density.push_back(static_cast<double>(accessBytesOf(alloc)) /
                       static_cast<double>(std::max<int64_t>(size, 1)));
-  SmallVector<size_t> order(allocs.size());
-  for (size_t i = 0; i < order.size(); ++i)
-    order[i] = i;
+  SmallVector<size_t> order = indices(allocs.size());
   llvm::stable_sort(order, [&](size_t a, size_t b) {
     if (density[a] != density[b])
       return density[a] > density[b];
@@ -264,12 +274,11 @@ moe::splitTileMemory(Operation *root, ArrayRef<memref::AllocOp> allocs,
   });
   split.fast = placeFirstFit(sizes, lives, order, fastCapacity, split.fastPlan);
   SmallVector<size_t> rest;
-  for (size_t i = 0; i < allocs.size(); ++i)
+  for (size_t i : indices(allocs.size()))
     if (!split.fast[i])
       rest.push_back(i);
   if (share)
-    llvm::stable_sort(rest,
-                      [&](size_t a, size_t b) { return sizes[a] > sizes[b]; });
+    largestFirst(rest, sizes);
   placeFirstFit(sizes, lives, rest, std::numeric_limits<int64_t>::max(),
                 split.slowPlan);
   return split;
