@@ -338,9 +338,14 @@ LogicalResult MoEMapForallToGPUPass::placeTiles(IRRewriter &rewriter,
   auto bytesOf = [](memref::AllocOp alloc) {
     return tileBufferBytes(alloc.getType());
   };
-  // Buffers whose lifetimes do not overlap share bytes.
-  TileMemoryPlan plan =
-      planTileMemory(launch, allocs, bytesOf, shareTileMemory);
+  // Buffers whose lifetimes do not overlap share bytes; those of a program
+  // that does not fit otherwise do with share-spilled-tiles.
+  bool share = shareTileMemory;
+  TileMemoryPlan plan = planTileMemory(launch, allocs, bytesOf, share);
+  if (plan.total > sharedMemoryBytes && !share && shareSpilledTiles) {
+    share = true;
+    plan = planTileMemory(launch, allocs, bytesOf, share);
+  }
 
   Location loc = launch.getLoc();
   Block &body = launch.getBody().front();
@@ -397,10 +402,14 @@ LogicalResult MoEMapForallToGPUPass::placeTiles(IRRewriter &rewriter,
   } else {
     // The buffers accessed most per byte in shared memory, as many as
     // `partial-shared-memory-bytes` holds; the rest in global scratch.
-    TileMemorySplit split = splitTileMemory(
-        launch, allocs, bytesOf, tileAccessBytes,
-        shareTileMemory || shareSpilledTiles, partialSharedMemoryBytes);
-    auto [scratch, scratchOffset] = scratchBase(split.slowPlan.total);
+    TileMemorySplit split =
+        splitTileMemory(launch, allocs, bytesOf, tileAccessBytes, share,
+                        partialSharedMemoryBytes);
+    // No scratch when the shared memory took every buffer (an empty one
+    // would still cost an allocation per launch).
+    Value scratch, scratchOffset;
+    if (split.slowPlan.total > 0)
+      std::tie(scratch, scratchOffset) = scratchBase(split.slowPlan.total);
     Value shared, zero;
     if (split.fastPlan.total > 0) {
       shared = sharedBase(split.fastPlan.total);

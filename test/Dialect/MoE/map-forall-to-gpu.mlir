@@ -608,6 +608,45 @@ func.func @partial_shared(%x: memref<?x65536xf32>, %y: memref<?x8192xf32>, %z: m
 
 // -----
 
+// Two 120 KiB tiles, one dead before the other is written: 240 KiB without
+// sharing, more than shared-memory-bytes, so by default they share bytes
+// (share-spilled-tiles), and then both fit in shared memory: no global
+// scratch (an empty one would still cost an allocation per launch), one
+// block per SM.
+// Without sharing and partial-shared-memory-bytes=0, both go to scratch.
+
+// NOSHARE-LABEL: func.func @spilled_fits_shared(
+// NOSHARE-NOT:     gpu.alloc
+// NOSHARE:         gpu.launch
+// NOSHARE-SAME:      dynamic_shared_memory_size %c122880_i32
+// NOSHARE-NOT:     gpu.alloc
+// NOSHARE:         } {nvvm.minctasm = 1 : i32}
+// NOSHARE-NOT:     gpu.dealloc
+// NOSHARE:         return
+
+// NOPARTIAL-LABEL: func.func @spilled_fits_shared(
+// NOPARTIAL:         arith.muli %{{.+}}, %c245760
+// NOPARTIAL:         gpu.alloc
+// NOPARTIAL:         gpu.launch
+// NOPARTIAL-NOT:       dynamic_shared_memory_size
+// NOPARTIAL:         gpu.dealloc
+func.func @spilled_fits_shared(%x: memref<?x30720xf32>, %n: index) attributes {} {
+  scf.forall (%i) in (%n) {
+    %row = memref.subview %x[%i, 0] [1, 30720] [1, 1] : memref<?x30720xf32> to memref<30720xf32, strided<[1], offset: ?>>
+    %a = memref.alloc() : memref<30720xf32>
+    linalg.copy ins(%row : memref<30720xf32, strided<[1], offset: ?>>) outs(%a : memref<30720xf32>)
+    linalg.copy ins(%a : memref<30720xf32>) outs(%row : memref<30720xf32, strided<[1], offset: ?>>)
+    %b = memref.alloc() : memref<30720xf32>
+    linalg.copy ins(%row : memref<30720xf32, strided<[1], offset: ?>>) outs(%b : memref<30720xf32>)
+    linalg.copy ins(%b : memref<30720xf32>) outs(%row : memref<30720xf32, strided<[1], offset: ?>>)
+    memref.dealloc %a : memref<30720xf32>
+    memref.dealloc %b : memref<30720xf32>
+  }
+  return
+}
+
+// -----
+
 // Tiles that fit but take 120 KiB of shared memory: one block per SM at
 // most, so the launch asks the PTX compiler for one, not
 // tile-blocks-per-sm (2), and the registers need not fit two blocks.

@@ -1503,7 +1503,8 @@ def MoEMapForallToGPU : Pass<"moe-map-forall-to-gpu", "::mlir::func::FuncOp"> {
       loops around them, over the buffer's size), which stay in shared
       memory as long as they fit in `partial-shared-memory-bytes`; with
       `share-spilled-tiles` (on) such a program's buffers share bytes by
-      lifetime (below) in both memories. No tile is allocated from the
+      lifetime (below), and when that plan fits, all of them stay in
+      shared memory. No tile is allocated from the
       device heap. With
       `share-tile-memory` (off by default: on an H100 it saved about 4 ms
       of kimi-tiny's 66 ms KDA gradient but not the training step), buffers whose lifetimes do not overlap share
