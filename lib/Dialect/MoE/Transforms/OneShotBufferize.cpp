@@ -72,45 +72,47 @@ void MoEOneShotBufferizePass::runOnOperation() {
   });
 
   // Argument types a kind collapses across its outer dimensions ([B, T, n]
-  // to [B T, n]): a contiguous view's outer stride is dynamic, so the
-  // collapse would copy the argument inside the kind at every call; with the
-  // identity layout it is a view, and only a caller whose value is not
-  // contiguous copies.
-  auto collapsed = std::make_shared<DenseSet<std::pair<Operation *, Type>>>();
+  // to [B T, n]) or reads through an identity-layout buffer (what the kernel
+  // generators ask for): a contiguous view's outer stride is dynamic, so the
+  // kind would copy the argument at every call; with the identity layout it
+  // is a view, and only a caller whose value is not contiguous copies.
+  DenseSet<std::pair<Operation *, Type>> identityArgs;
   getOperation().walk([&](func::FuncOp func) {
     if (!func->hasAttr(kOutlinedKindAttrName))
       return;
-    for (BlockArgument arg : func.getArguments())
+    for (BlockArgument arg : func.getArguments()) {
+      auto ranked = dyn_cast<RankedTensorType>(arg.getType());
+      if (!ranked || ranked.hasStaticShape())
+        continue;
       for (Operation *user : arg.getUsers()) {
-        auto ranked = dyn_cast<RankedTensorType>(arg.getType());
-        if (!ranked || ranked.hasStaticShape())
-          continue;
         auto collapse = dyn_cast<tensor::CollapseShapeOp>(user);
         auto toBuffer = dyn_cast<bufferization::ToBufferOp>(user);
         if ((collapse && collapse.getReassociationIndices()[0].size() > 1) ||
             (toBuffer &&
              cast<MemRefType>(toBuffer.getType()).getLayout().isIdentity()))
-          collapsed->insert({func.getOperation(), arg.getType()});
+          identityArgs.insert({func.getOperation(), arg.getType()});
       }
+    }
   });
 
   bufferization::OneShotBufferizationOptions options;
   options.bufferizeFunctionBoundaries = true;
   options.allowReturnAllocsFromLoops = true;
-  // Arguments: identity, or for an outlined kind the contiguous view.
+  // Arguments: identity, or for an outlined kind the contiguous view (but
+  // for identityArgs).
   // Results: what the body returns, so a kind's fresh buffer comes back
   // with the identity layout. The contiguous view of a [?, ?, n] result has
   // a dynamic outer stride, and a caller that collapses it ([B, T, n] to
   // [B T, n], as every projection does) had to copy it first.
   options.inferFunctionResultLayout = true;
   options.functionArgTypeConverterFn =
-      [collapsed](bufferization::TensorLikeType type, Attribute memorySpace,
-                  func::FuncOp func,
-                  const bufferization::BufferizationOptions &)
+      [&identityArgs](bufferization::TensorLikeType type, Attribute memorySpace,
+                      func::FuncOp func,
+                      const bufferization::BufferizationOptions &)
       -> bufferization::BufferLikeType {
     auto ranked = dyn_cast<RankedTensorType>(type);
     if (ranked && func->hasAttr(kOutlinedKindAttrName) &&
-        !collapsed->contains({func.getOperation(), Type(type)}))
+        !identityArgs.contains({func.getOperation(), Type(type)}))
       return cast<bufferization::BufferLikeType>(
           contiguousViewType(ranked, memorySpace));
     return cast<bufferization::BufferLikeType>(
