@@ -17,13 +17,21 @@
 // CHECK-SAME: -> (tensor<f32>, tensor<160xf32>, tensor<160xf32>, tensor<160xf32>, tensor<6xf32>)
 // CHECK-SAME: moe.metric_names = ["grad_norm", "layers.0.ffn.max_vio", "layers.0.ffn.load", "layers.0.ffn.load", "layers.0.ffn.load", "layers.0.ffn.load"]
 // CHECK: %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %[[NEXT:[^ ]*]] = moe.route
-// CHECK: %[[NORM:.*]] = math.sqrt
+// The hyper-parameters, gradient norm and clip factor stay 0-D tensors
+// (kernels read them; the host never extracts a scalar).
+// CHECK-NOT: tensor.extract %
+// CHECK: %[[LR:.*]] = tensor.extract_slice %[[H]][0] [1] [1] : tensor<8xf32> to tensor<f32>
+// CHECK: %[[MAXNORM:.*]] = tensor.extract_slice %[[H]][5] [1] [1] : tensor<8xf32> to tensor<f32>
+// CHECK: %[[NORM:.*]] = linalg.generic {{.*}}iterator_types = []} ins(%{{.*}} : tensor<f32>)
+// CHECK: math.sqrt
+// CHECK: %[[CLIP:.*]] = linalg.generic {{.*}}iterator_types = []} ins(%[[NORM]], %[[MAXNORM]] : tensor<f32>, tensor<f32>)
 // CHECK: arith.minimumf
 // CHECK: arith.cmpf ogt
-// CHECK: %[[CLIP:.*]] = arith.select
+// CHECK: arith.select
 // CHECK: tensor.extract_slice %[[P]][0] [48] [1]
-// CHECK: linalg.generic
-// CHECK: arith.mulf %[[CLIP]]
+// CHECK: linalg.generic {{.*}}ins(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[CLIP]], %[[LR]],
+// CHECK: ^bb0(%{{[^:]*}}: f32, %[[G:[^:]*]]: f32, %{{[^:]*}}: f32, %{{[^:]*}}: f32, %[[CLIPV:[^:]*]]: f32,
+// CHECK: arith.mulf %[[CLIPV]], %[[G]]
 // CHECK: math.sqrt
 // CHECK: tensor.extract_slice %[[P]][48] [4] [1]
 // CHECK: tensor.extract_slice %[[M]][48] [4] [1]
@@ -32,7 +40,12 @@
 // CHECK: tensor.extract_slice %[[P]][52] [102] [1]
 // CHECK: tensor.extract_slice %[[P]][154] [6] [1]
 // CHECK: tensor.insert_slice %[[NEXT]] into %{{.*}}[48] [4] [1]
+// CHECK: tensor.expand_shape %[[NORM]] [] output_shape [1] : tensor<f32> into tensor<1xf32>
 // CHECK: arith.sitofp
+// MaxVio from the 0-D maximum and total of the loads.
+// CHECK: linalg.generic {{.*}}iterator_types = []} ins(%{{.*}}, %{{.*}} : tensor<f32>, tensor<f32>)
+// CHECK: arith.divf
+// CHECK-NOT: tensor.extract %
 // CHECK: return %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<f32>, tensor<160xf32>, tensor<160xf32>, tensor<160xf32>, tensor<6xf32>
 
 // @quad_grad: the gradient of "a" and "s" inserted at their slots of zeros.

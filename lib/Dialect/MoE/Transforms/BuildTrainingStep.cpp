@@ -196,21 +196,27 @@ static Value insert1D(ImplicitLocOpBuilder &b, Value value, Value dest,
       b.getDenseI64ArrayAttr({1}));
 }
 
-/// The scalar `tensor[index]` of a 1-D or 0-D tensor.
-static Value element(ImplicitLocOpBuilder &b, Value tensor,
-                     std::optional<int64_t> index) {
-  SmallVector<Value> indices;
-  if (index)
-    indices.push_back(arith::ConstantIndexOp::create(b, *index));
-  return tensor::ExtractOp::create(b, tensor, indices);
+// The step's scalars (hyper-parameters, the gradient norm, the clip factor,
+// MaxVio) stay 0-D tensors, computed and read by kernels: a scalar that host
+// code extracted from device memory would make the host wait for the GPU
+// mid-step, and would keep a CUDA graph of the step from seeing its new
+// value at each replay.
+
+/// `tensor[index]` of a 1-D tensor, as a 0-D tensor.
+static Value element0D(ImplicitLocOpBuilder &b, Value tensor, int64_t index) {
+  auto type = RankedTensorType::get(
+      {}, cast<RankedTensorType>(tensor.getType()).getElementType());
+  return tensor::ExtractSliceOp::create(
+      b, type, tensor, ValueRange{}, ValueRange{}, ValueRange{},
+      b.getDenseI64ArrayAttr({index}), b.getDenseI64ArrayAttr({1}),
+      b.getDenseI64ArrayAttr({1}));
 }
 
-/// A reduction of the 1-D `input` to a scalar with `fn(element, acc)`.
-static Value reduceToScalar(ImplicitLocOpBuilder &b, Value input, double init,
-                            ScalarFn fn) {
+/// A reduction of the 1-D `input` to a 0-D tensor with `fn(element, acc)`.
+static Value reduceTo0D(ImplicitLocOpBuilder &b, Value input, double init,
+                        ScalarFn fn) {
   TensorBuilder tb(b);
-  return element(b, tb.reduceLast(input, b.getF32Type(), init, fn),
-                 std::nullopt);
+  return tb.reduceLast(input, b.getF32Type(), init, fn);
 }
 
 /// The sum of the squares of the 1-D f32 `input`, in two levels: rows of
@@ -234,7 +240,7 @@ static Value sumOfSquares(ImplicitLocOpBuilder &b, Value input) {
         Value sq = arith::MulFOp::create(nb, l, args[0], args[0]);
         return arith::AddFOp::create(nb, l, args[1], sq).getResult();
       });
-  return reduceToScalar(
+  return reduceTo0D(
       b, rowSums, 0.0, [](OpBuilder &nb, Location l, ValueRange args) {
         return arith::AddFOp::create(nb, l, args[1], args[0]).getResult();
       });
@@ -287,24 +293,30 @@ static void buildTrainStep(GradientFunction &gradient, const ModelInfo &info,
   rewriter.setInsertionPoint(ret);
   ImplicitLocOpBuilder b(loc, rewriter);
   TensorBuilder tb(b);
-  auto cst = [&](double value) { return floatConstant(b, loc, f32, value); };
 
-  // Hyper-parameters.
-  SmallVector<Value> h;
+  // Hyper-parameters, [lr, beta1, beta2, eps, weight_decay, max_grad_norm,
+  // bias corrections 1 and 2], as 0-D tensors.
+  SmallVector<Value> hyper0D;
   for (int64_t i = 0; i < 8; ++i)
-    h.push_back(element(b, hyper, i));
-  Value lr = h[0], beta1 = h[1], beta2 = h[2], eps = h[3], wd = h[4],
-        maxNorm = h[5], bc1 = h[6], bc2 = h[7];
+    hyper0D.push_back(element0D(b, hyper, i));
 
   // Global norm (buffer slots of the gradient are zero) and clip factor.
-  Value sumSq = sumOfSquares(b, gradient.grad);
-  Value norm = math::SqrtOp::create(b, sumSq);
-  Value ratio = arith::DivFOp::create(
-      b, maxNorm, arith::AddFOp::create(b, norm, cst(1e-6)));
-  Value clipped = arith::MinimumFOp::create(b, cst(1.0), ratio);
-  Value clipOn =
-      arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, maxNorm, cst(0.0));
-  Value clip = arith::SelectOp::create(b, clipOn, clipped, cst(1.0));
+  Value norm = tb.map(sumOfSquares(b, gradient.grad), f32,
+                      [](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                        return math::SqrtOp::create(nb, l, args[0]);
+                      });
+  Value clip = tb.map(
+      ValueRange{norm, hyper0D[5]}, f32,
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        Value maxNorm = args[1];
+        auto c = [&](double value) { return floatConstant(nb, l, f32, value); };
+        Value ratio = arith::DivFOp::create(
+            nb, l, maxNorm, arith::AddFOp::create(nb, l, args[0], c(1e-6)));
+        Value clipped = arith::MinimumFOp::create(nb, l, c(1.0), ratio);
+        Value clipOn = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OGT,
+                                             maxNorm, c(0.0));
+        return arith::SelectOp::create(nb, l, clipOn, clipped, c(1.0));
+      });
 
   // AdamW on every non-buffer run of slots; buffers are copied.
   Value empty =
@@ -327,10 +339,17 @@ static void buildTrainStep(GradientFunction &gradient, const ModelInfo &info,
     bool decayed = kind == SlotKind::Decayed;
     Value init = tensor::EmptyOp::create(b, ArrayRef<int64_t>{size}, f32);
     AffineMap id = b.getMultiDimIdentityMap(1);
+    AffineMap scalar = AffineMap::get(1, 0, ctx);
+    // Inputs: p, g, m, v, then clip and the hyper-parameters.
+    SmallVector<Value> inputs = {p, g, ms, vs, clip};
+    llvm::append_range(inputs, hyper0D);
+    SmallVector<AffineMap> inputMaps = {id, id, id, id};
+    inputMaps.append(inputs.size() - inputMaps.size(), scalar);
     SmallVector<Value> updated = tb.generic(
-        ValueRange{p, g, ms, vs}, {id, id, id, id},
-        ValueRange{init, init, init}, {id, id, id}, 1, 1,
+        inputs, inputMaps, ValueRange{init, init, init}, {id, id, id}, 1, 1,
         [&](OpBuilder &nb, Location l, ValueRange args) -> SmallVector<Value> {
+          Value clip = args[4], lr = args[5], beta1 = args[6], beta2 = args[7],
+                eps = args[8], wd = args[9], bc1 = args[11], bc2 = args[12];
           auto mul = [&](Value x, Value y) {
             return arith::MulFOp::create(nb, l, x, y).getResult();
           };
@@ -369,9 +388,10 @@ static void buildTrainStep(GradientFunction &gradient, const ModelInfo &info,
   SmallVector<Attribute> names = {StringAttr::get(ctx, "grad_norm")};
   Value metrics =
       tensor::EmptyOp::create(b, ArrayRef<int64_t>{numMetrics}, f32);
-  auto scalarAt = [&](Value scalar, int64_t offset) {
-    Value one = tensor::FromElementsOp::create(
-        b, RankedTensorType::get({1}, f32), ValueRange{scalar});
+  auto scalarAt = [&](Value scalar0D, int64_t offset) {
+    Value one = tensor::ExpandShapeOp::create(
+        b, RankedTensorType::get({1}, f32), scalar0D,
+        ArrayRef<ReassociationIndices>{});
     metrics = insert1D(b, one, metrics, offset);
   };
   scalarAt(norm, 0);
@@ -385,21 +405,30 @@ static void buildTrainStep(GradientFunction &gradient, const ModelInfo &info,
           return arith::SIToFPOp::create(nb, l2, f32, args[0]);
         });
     loadsF32.push_back(loadF);
-    Value maxLoad = reduceToScalar(
+    Value maxLoad = reduceTo0D(
         b, loadF, 0.0, [](OpBuilder &nb, Location l2, ValueRange args) {
           return arith::MaximumFOp::create(nb, l2, args[0], args[1])
               .getResult();
         });
-    Value total = reduceToScalar(
+    Value total = reduceTo0D(
         b, loadF, 0.0, [](OpBuilder &nb, Location l2, ValueRange args) {
           return arith::AddFOp::create(nb, l2, args[0], args[1]).getResult();
         });
-    Value mean = arith::DivFOp::create(b, total, cst(double(ffn.experts)));
-    Value vio = arith::SubFOp::create(
-        b, arith::DivFOp::create(b, maxLoad, mean), cst(1.0));
-    Value anyLoad =
-        arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, mean, cst(0.0));
-    scalarAt(arith::SelectOp::create(b, anyLoad, vio, cst(0.0)), 1 + l);
+    int64_t experts = ffn.experts;
+    Value maxVio = tb.map(
+        ValueRange{maxLoad, total}, f32,
+        [&](OpBuilder &nb, Location l2, ValueRange args) -> Value {
+          auto c = [&](double value) {
+            return floatConstant(nb, l2, f32, value);
+          };
+          Value mean = arith::DivFOp::create(nb, l2, args[1], c(experts));
+          Value vio = arith::SubFOp::create(
+              nb, l2, arith::DivFOp::create(nb, l2, args[0], mean), c(1.0));
+          Value anyLoad = arith::CmpFOp::create(
+              nb, l2, arith::CmpFPredicate::OGT, mean, c(0.0));
+          return arith::SelectOp::create(nb, l2, anyLoad, vio, c(0.0));
+        });
+    scalarAt(maxVio, 1 + l);
     names.push_back(StringAttr::get(ctx, ffn.prefix + ".max_vio"));
   }
   int64_t offset = 1 + info.ffns.size();
