@@ -13,14 +13,17 @@
 #   3. peer.py --params --batches: the peer's N steps on those weights and
 #      batches, then its timed steps, with the bf16 GEMM ceiling and the copy
 #      bandwidth measured in the same process;
-#   4. one table: ms/step and tokens/s of both (ours: the mean of the steps
-#      after the first, whose time includes loading the kernels), their
+#   4. one table: ms/step and tokens/s of both (ours: the median of the
+#      steps after the first, whose time includes loading the kernels, as
+#      the peer's is the median of its timed steps), their
 #      ratio, peak memory, and the largest gap between the two loss curves.
 #
 # Environment: MOE_TRAIN_OUT (default bench/train/out), MOE_TRAIN_BATCH /
 # MOE_TRAIN_SEQ_LEN (default 16 x 2048), MOE_TRAIN_STEPS (200),
 # MOE_TRAIN_TIMEOUT (seconds for our run, default 480), MOE_TRAIN_PEER_ITERS
-# (the peer's timed steps, 20). Results in $OUT (if set) or MOE_TRAIN_OUT.
+# (the peer's timed steps, 20), MOE_TRAIN_GRAPH (on: our step replayed as a
+# CUDA graph after step 2, --cuda-graph; off). Results in $OUT (if set) or
+# MOE_TRAIN_OUT.
 set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -31,6 +34,7 @@ length=${MOE_TRAIN_SEQ_LEN:-2048}
 steps=${MOE_TRAIN_STEPS:-200}
 limit=${MOE_TRAIN_TIMEOUT:-480}
 iters=${MOE_TRAIN_PEER_ITERS:-20}
+graph=${MOE_TRAIN_GRAPH:-on}
 exe=$out/train-cuda
 model=$(cat "$out/model.txt" 2>/dev/null || echo kimi-tiny)
 
@@ -46,7 +50,7 @@ rm -rf "$results/params0" "$results/batches.bin" "$results/ours-metrics.jsonl"
 "$exe" "${shape[@]}" --steps=0 --dump-params="$results/params0" > /dev/null ||
   { echo "error: could not dump the initial weights" >&2; exit 1; }
 MOERT_KERNEL_PROFILE=1 timeout "$limit" "$exe" "${shape[@]}" --steps="$steps" \
-  --log-every=1 --dump-batches="$results/batches.bin" \
+  --log-every=1 --cuda-graph="$graph" --dump-batches="$results/batches.bin" \
   --metrics="$results/ours-metrics.jsonl" --kernel-profile-step=2 \
   > "$results/ours.out" 2> "$results/ours.err"
 ours_rc=$?
@@ -72,7 +76,7 @@ ours = [json.loads(l) for l in open(os.path.join(results, "ours-metrics.jsonl"))
 tokens = batch * length
 # The first step also loads (JIT-compiles) the kernels.
 later = [tokens / s["tokens_per_s"] for s in ours[1:]] or [tokens / ours[0]["tokens_per_s"]]
-our_ms = statistics.mean(later) * 1e3
+our_ms = statistics.median(later) * 1e3
 text = open(os.path.join(results, "ours.out")).read()
 peak = re.search(r"^peak GPU memory: (\S+) GiB", text, re.M)
 err = open(os.path.join(results, "ours.err")).read()
@@ -82,12 +86,16 @@ summary = {"model": model, "batch": batch, "seq_len": length, "steps": len(ours)
                     "peak_GiB": float(peak.group(1)) if peak else None,
                     "step2_kernel_ms": float(kernels.group(2)) if kernels else None,
                     "step2_launches": int(kernels.group(1)) if kernels else None,
+                    "ms_per_step_each": [tokens / s["tokens_per_s"] * 1e3 for s in ours],
+                    "cuda_graph": (re.search(r"^cuda graph: .*", text, re.M) or [None])[0],
                     "loss": [s["loss"] for s in ours],
                     "grad_norm": [s["grad_norm"] for s in ours]}}
 peer_path = os.path.join(results, f"train-peer-{model}.json")
 print(f"\n{'':18} {'ms/step':>10} {'tokens/s':>12} {'peak GiB':>9}")
 print(f"{'ours':18} {our_ms:10.2f} {tokens / our_ms * 1e3:12.0f} "
       f"{summary['ours']['peak_GiB'] or float('nan'):9.3f}")
+print("ours, ms per step: " + " ".join(f"{ms:.2f}" for ms in summary["ours"]["ms_per_step_each"])
+      + f" ({summary['ours']['cuda_graph'] or 'no CUDA graph'})")
 if os.path.exists(peer_path):
     peer = json.load(open(peer_path))
     summary["peer"] = {k: peer.get(k) for k in (

@@ -850,6 +850,31 @@ void mgpuStreamSynchronize(void *stream) {
   MOERT_MLIR_CHECK(cuStreamSynchronize(cuStream));
 }
 
+int moertMlirCopy(void *dst, const void *src, unsigned long long bytes) {
+  if (!bytes)
+    return 0;
+  if (!ensureContext())
+    return -1;
+  if (captureStage() != CaptureStage::Off) {
+    recordFailure("moertMlirCopy (during a capture)",
+                  CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    return -1;
+  }
+  // On the graph's stream, when there is one: after its replays.
+  CUstream stream = nullptr;
+  {
+    AdapterState &s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    stream = s.capture.launchStream;
+  }
+  MOERT_MLIR_CHECK(cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dst),
+                                 reinterpret_cast<CUdeviceptr>(src), bytes,
+                                 stream),
+                   -1);
+  MOERT_MLIR_CHECK(cuStreamSynchronize(stream), -1);
+  return 0;
+}
+
 void moertMlirStreamWait(void *stream) { mgpuStreamSynchronize(stream); }
 
 void moertMlirStreamRelease(void *stream) { mgpuStreamDestroy(stream); }

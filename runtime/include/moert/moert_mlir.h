@@ -108,6 +108,11 @@ void moertMlirGraphDestroy(void);
 /// moertMlirPeakBytes' stream-ordered pool). Returns 0, or -1 (recorded).
 int moertMlirGraphPeakBytes(unsigned long long *bytes);
 
+/// Copies `bytes` from `src` to `dst` (device or host-shared memory) on the
+/// graph's stream, when there is one, and waits. Not during a capture.
+/// Returns 0, or -1 after a failure (recorded: moertMlirGetError).
+int moertMlirCopy(void *dst, const void *src, unsigned long long bytes);
+
 /// How often the host has waited for a stream (mgpuStreamSynchronize and
 /// releases of host-shared buffers) outside captures: a call that waits
 /// more than once reads its results mid-way and cannot be a graph.

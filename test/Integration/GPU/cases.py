@@ -1649,18 +1649,27 @@ class TrainCase:
 
     kind = "train"
 
-    def __init__(self, name, batch, seq_len, seed, steps=3, timeout=420):
+    def __init__(self, name, batch, seq_len, seed, steps=3, timeout=420, graph=False):
         self.name, self.batch, self.seq_len, self.seed = name, batch, seq_len, seed
-        self.steps, self.timeout = steps, timeout
+        self.steps, self.timeout, self.graph = steps, timeout, graph
 
 
 # batch, sequence length, seed: two KDA chunks; one chunk and a partial one.
 TRAIN_CONFIGS = [(4, 128, 0), (2, 100, 1)]
+# The train/ cases run the executable's default (the step replayed as a CUDA
+# graph after step 1). train-cuda-graph/: --cuda-graph, against the CPU as
+# above and, bit for bit, against the same executable with --cuda-graph=off
+# (its 4 steps cross the schedule's decay, so a replay sees new
+# hyper-parameters).
+TRAIN_GRAPH_CONFIGS = [(4, 128, 0)]
 
 
 def train_cases():
     return [TrainCase(f"train/kimi_tiny/B{b}_T{t}_seed{s}", b, t, s)
-            for b, t, s in TRAIN_CONFIGS]
+            for b, t, s in TRAIN_CONFIGS] + \
+        [TrainCase(f"train-cuda-graph/kimi_tiny/B{b}_T{t}_seed{s}", b, t, s, steps=4,
+                   graph=True)
+         for b, t, s in TRAIN_GRAPH_CONFIGS]
 
 
 class ProgramCase:

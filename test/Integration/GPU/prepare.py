@@ -440,6 +440,7 @@ class Prepare:
                 continue
             entries.append({"name": case.name, "kind": "train", "timeout": case.timeout,
                             "executable": "models/train-cuda", "args": args,
+                            "graph": case.graph,
                             "cpu_loss": [s["loss"] for s in steps],
                             "cpu_grad_norm": [s["grad_norm"] for s in steps],
                             "tol": table.TRAIN_LOSS.to_json(),
@@ -515,8 +516,9 @@ def describe(case):
         graph = ", CUDA graph replays bit-identical" if case.graph else ""
         return f"{case.name}  [loss rtol {table.LOSS.rtol:g}{graph}]"
     if case.kind == "train":
+        graph = ", CUDA graph replays bit-identical to uncaptured steps" if case.graph else ""
         return (f"{case.name}  [{case.steps} steps: loss rtol {table.TRAIN_LOSS.rtol:g}, "
-                f"grad norm rtol {table.TRAIN_GRAD_NORM.rtol:g}]")
+                f"grad norm rtol {table.TRAIN_GRAD_NORM.rtol:g}{graph}]")
     return f"{case.name}  [{case.program}]"
 
 

@@ -493,24 +493,45 @@ class Runner:
                 return self.report(case, "FAIL", "not run",
                                    error=f"{exe} is missing: run scripts/gpu-test.sh prepare")
             limit = min(case["timeout"] * self.args.timeout_scale, max(self.left(), 1))
-            with tempfile.TemporaryDirectory() as scratch:
-                metrics = os.path.join(scratch, "metrics.jsonl")
-                try:
-                    r = subprocess.run([exe, *case["args"], f"--metrics={metrics}"],
-                                       capture_output=True, text=True, timeout=limit)
-                except subprocess.TimeoutExpired:
-                    return self.report(case, "FAIL", "no steps", seconds=time.time() - t0,
-                                       error=f"over the time limit ({limit:.0f} s)")
-                steps = []
-                if os.path.exists(metrics):
-                    with open(metrics) as f:
-                        steps = [json.loads(line) for line in f if line.strip()]
-            if r.returncode or len(steps) != len(case["cpu_loss"]):
-                self.save_log(case, r.stdout, r.stderr)
-                return self.report(case, "FAIL", f"{len(steps)} steps",
-                                   seconds=time.time() - t0,
-                                   error=f"exit status {r.returncode}:\n{tail(r.stderr)}")
+            # A graph case runs twice: replayed, then uncaptured.
+            runs = [["--cuda-graph"], ["--cuda-graph=off"]] if case.get("graph") else [[]]
+            results = []
+            for extra in runs:
+                with tempfile.TemporaryDirectory() as scratch:
+                    metrics = os.path.join(scratch, "metrics.jsonl")
+                    try:
+                        r = subprocess.run([exe, *case["args"], *extra, f"--metrics={metrics}"],
+                                           capture_output=True, text=True, timeout=limit)
+                    except subprocess.TimeoutExpired:
+                        return self.report(case, "FAIL", "no steps", seconds=time.time() - t0,
+                                           error=f"over the time limit ({limit:.0f} s)")
+                    steps = []
+                    if os.path.exists(metrics):
+                        with open(metrics) as f:
+                            steps = [json.loads(line) for line in f if line.strip()]
+                if r.returncode or len(steps) != len(case["cpu_loss"]):
+                    self.save_log(case, r.stdout, r.stderr)
+                    return self.report(case, "FAIL", f"{len(steps)} steps",
+                                       seconds=time.time() - t0,
+                                       error=f"exit status {r.returncode}:\n{tail(r.stderr)}")
+                results.append((steps, r))
+            steps, r = results[0]
         checks = []
+        if case.get("graph") and not self.args.dry_run:
+            # Step 1 runs uncaptured; the later ones replay the graph, and
+            # compute what the uncaptured executable does, bit for bit.
+            replayed = f"cuda graph: {len(steps) - 1} of {len(steps)} steps replayed"
+            plain = results[1][0]
+            checks.append({"name": "graph.replayed", "against": "log", "kind": "exact",
+                           "bar": 0, "error": 0 if replayed in r.stdout else 1,
+                           "ok": replayed in r.stdout and "warning" not in r.stderr,
+                           "detail": "" if replayed in r.stdout else tail(r.stderr)})
+            for i, (a, b) in enumerate(zip(steps, plain)):
+                for name in ("loss", "grad_norm"):
+                    same = a[name] == b[name]
+                    checks.append({"name": f"step{i + 1}.{name}", "against": "uncaptured",
+                                   "kind": "exact", "bar": 0,
+                                   "error": abs(a[name] - b[name]), "ok": same, "detail": ""})
         for i, step in enumerate(steps):
             for name, key, tol in (("loss", "cpu_loss", case["tol"]),
                                    ("grad_norm", "cpu_grad_norm", case["grad_norm_tol"])):

@@ -241,6 +241,26 @@ bool finishKernelTiming(int &launches, double &milliseconds);
 /// once so far), or "" on the CPU.
 std::string peakMemoryLine();
 
+//===----------------------------------------------------------------------===//
+// CUDA graphs of a whole call (CUDA; the CPU back end has none)
+//===----------------------------------------------------------------------===//
+
+/// How often the host has waited for the GPU so far (0 on the CPU): a call
+/// that waits more than once reads results mid-way and cannot be a graph.
+uint64_t streamSyncCount();
+/// Captures one `call` of compiled code as a CUDA graph: nothing runs, and
+/// the results the call returns are the graph's, written at every replay.
+/// Returns the graph's node count, or -1 with `why` (the call's results are
+/// then garbage: run it again). Always -1 on the CPU.
+long long captureGraph(void (*call)(void *), void *context, std::string &why);
+/// Replays the captured graph and waits for it (fails on a device error).
+void replayGraph();
+/// Releases the captured graph and its memory.
+void releaseGraph();
+/// Copies `bytes` between buffers the compiled code reads, after the work
+/// queued so far.
+void copyBuffer(void *dst, const void *src, size_t bytes);
+
 /// The training program (Train.cpp): parses its options and trains.
 int runTraining(int argc, char **argv, const Manifest &manifest);
 

@@ -437,18 +437,21 @@ CapturedForward captureForward(MemRef<float, 1> &params,
                    "a graph needs the one wait at the end";
     return captured;
   }
-  if (moertMlirGraphCaptureBegin() != 0) {
-    captured.why = moertMlirGraphFailure();
-    return captured;
-  }
+  struct Call {
+    MemRef0<float> *loss;
+    MemRef<float, 1> *params;
+    MemRef<int32_t, 2> *tokens, *labels;
+  } call = {&captured.loss, &params, &tokens, &labels};
   auto start = std::chrono::steady_clock::now();
-  _mlir_ciface_moe_model_forward(&captured.loss, &params, &tokens, &labels);
-  long long nodes = moertMlirGraphCaptureEnd();
+  long long nodes = captureGraph(
+      [](void *context) {
+        auto *c = static_cast<Call *>(context);
+        _mlir_ciface_moe_model_forward(c->loss, c->params, c->tokens,
+                                       c->labels);
+      },
+      &call, captured.why);
   auto stop = std::chrono::steady_clock::now();
-  // A failed capture is not a CUDA failure; a recorded one is.
-  checkDevice("while capturing the forward pass as a CUDA graph");
   if (nodes < 0) {
-    captured.why = moertMlirGraphFailure();
     releaseResult(captured.loss.allocated);
     captured.loss = {nullptr, nullptr, 0};
     return captured;
@@ -497,21 +500,85 @@ bool moe_driver::finishKernelTiming(int &launches, double &milliseconds) {
 
 std::string moe_driver::peakMemoryLine() {
 #ifdef MOE_MODEL_MAIN_CUDA
-  unsigned long long poolPeak = 0, managedPeak = 0;
-  if (moertMlirPeakBytes(&poolPeak, &managedPeak) != 0) {
+  unsigned long long poolPeak = 0, managedPeak = 0, graphPeak = 0;
+  if (moertMlirPeakBytes(&poolPeak, &managedPeak) != 0 ||
+      moertMlirGraphPeakBytes(&graphPeak) != 0) {
     std::string why = moertMlirGetError();
     moertMlirClearError();
     return "peak GPU memory: unknown (" + why + ")";
   }
-  char text[200];
-  std::snprintf(text, sizeof(text),
-                "peak GPU memory: %.3f GiB (device buffers %llu bytes, "
-                "host-shared memory %llu bytes)",
-                static_cast<double>(poolPeak + managedPeak) / (1 << 30),
-                poolPeak, managedPeak);
+  // A CUDA graph's buffers are its own memory; its replays and the
+  // uncaptured calls do not run at once.
+  unsigned long long device = std::max(poolPeak, graphPeak);
+  char text[240];
+  if (graphPeak)
+    std::snprintf(text, sizeof(text),
+                  "peak GPU memory: %.3f GiB (device buffers %llu bytes, of a "
+                  "CUDA graph %llu bytes, host-shared memory %llu bytes)",
+                  static_cast<double>(device + managedPeak) / (1 << 30),
+                  poolPeak, graphPeak, managedPeak);
+  else
+    std::snprintf(text, sizeof(text),
+                  "peak GPU memory: %.3f GiB (device buffers %llu bytes, "
+                  "host-shared memory %llu bytes)",
+                  static_cast<double>(device + managedPeak) / (1 << 30),
+                  poolPeak, managedPeak);
   return text;
 #else
   return "";
+#endif
+}
+
+uint64_t moe_driver::streamSyncCount() {
+#ifdef MOE_MODEL_MAIN_CUDA
+  return moertMlirStreamSyncCount();
+#else
+  return 0;
+#endif
+}
+
+long long moe_driver::captureGraph(void (*call)(void *), void *context,
+                                   std::string &why) {
+#ifdef MOE_MODEL_MAIN_CUDA
+  if (moertMlirGraphCaptureBegin() != 0) {
+    why = moertMlirGraphFailure();
+    return -1;
+  }
+  call(context);
+  long long nodes = moertMlirGraphCaptureEnd();
+  // A failed capture is not a CUDA failure; a recorded one is.
+  checkDevice("while capturing a CUDA graph");
+  if (nodes < 0)
+    why = moertMlirGraphFailure();
+  return nodes;
+#else
+  (void)call;
+  (void)context;
+  why = "the CPU back end has no CUDA graphs";
+  return -1;
+#endif
+}
+
+void moe_driver::replayGraph() {
+#ifdef MOE_MODEL_MAIN_CUDA
+  moertMlirGraphLaunch();
+  checkDevice("while replaying the CUDA graph");
+#endif
+}
+
+void moe_driver::releaseGraph() {
+#ifdef MOE_MODEL_MAIN_CUDA
+  moertMlirGraphDestroy();
+  checkDevice("while releasing the CUDA graph");
+#endif
+}
+
+void moe_driver::copyBuffer(void *dst, const void *src, size_t bytes) {
+#ifdef MOE_MODEL_MAIN_CUDA
+  moertMlirCopy(dst, src, bytes);
+  checkDevice("while copying a buffer");
+#else
+  std::memcpy(dst, src, bytes);
 #endif
 }
 

@@ -94,6 +94,20 @@ public:
   MemRef<float, 1> vector() const { return ref; }
   /// Takes the train step's new value of this vector.
   void adopt(const MemRef<float, 1> &result) {
+    check(result);
+    if (result.allocated != ref.allocated)
+      releaseResult(ref.allocated);
+    ref = result;
+  }
+  /// Copies the train step's new value into this vector's buffer, which
+  /// stays where a CUDA graph of the step reads it.
+  void copyFrom(const MemRef<float, 1> &result) {
+    check(result);
+    copyBuffer(get(), result.aligned + result.offset, count * sizeof(float));
+  }
+
+private:
+  void check(const MemRef<float, 1> &result) const {
     if (!result.aligned || result.sizes[0] != static_cast<int64_t>(count) ||
         result.strides[0] != 1)
       fail(std::string("the train step returned ") + what + " of " +
@@ -102,19 +116,15 @@ public:
            std::to_string(result.aligned ? result.strides[0] : 0) +
            "), expected " + std::to_string(count) +
            " contiguous ones (the executable is damaged)");
-    if (result.allocated != ref.allocated)
-      releaseResult(ref.allocated);
-    ref = result;
   }
 
-private:
   MemRef<float, 1> ref;
   size_t count;
   const char *what;
 };
 
-/// Copies the returned metrics into `into` and frees them.
-void takeMetrics(MemRef<float, 1> &result, std::vector<float> &into) {
+/// Copies the returned metrics into `into`.
+void readMetrics(const MemRef<float, 1> &result, std::vector<float> &into) {
   if (!result.aligned || result.sizes[0] != static_cast<int64_t>(into.size()))
     fail("the train step returned " +
          std::to_string(result.aligned ? result.sizes[0] : 0) +
@@ -123,8 +133,81 @@ void takeMetrics(MemRef<float, 1> &result, std::vector<float> &into) {
   for (size_t i = 0; i < into.size(); ++i)
     into[i] = result.aligned[result.offset +
                              static_cast<int64_t>(i) * result.strides[0]];
-  releaseResult(result.allocated);
 }
+
+/// The train step's arguments and results, for a capture.
+struct StepCall {
+  TrainStepResults *results;
+  MemRef<float, 1> *params, *m, *v;
+  MemRef<int32_t, 2> *inputs, *labels;
+  MemRef<float, 1> *hyper;
+};
+
+void callTrainStep(void *context) {
+  auto *call = static_cast<StepCall *>(context);
+  _mlir_ciface_moe_model_train_step(call->results, call->params, call->m,
+                                    call->v, call->inputs, call->labels,
+                                    call->hyper);
+}
+
+/// --cuda-graph: the train step captured once as a CUDA graph, after an
+/// uncaptured step that waited for the GPU once. Its replays read the
+/// parameter, moment, batch and hyper-parameter buffers it was captured
+/// with, and write their results into the captured call's result buffers;
+/// so, once there is a graph, a good step's new state is copied into the
+/// state buffers rather than taken over (a copy of the fp32 state per
+/// step, a fraction of a millisecond on the GPU).
+class StepGraph {
+public:
+  ~StepGraph() {
+    if (!ready)
+      return;
+    releaseGraph();
+    for (void *buffer :
+         {results.loss.allocated, results.params.allocated, results.m.allocated,
+          results.v.allocated, results.metrics.allocated})
+      releaseResult(buffer);
+  }
+  StepGraph(const StepGraph &) = delete;
+  StepGraph &operator=(const StepGraph &) = delete;
+
+  explicit StepGraph(bool loud) : loud(loud) {
+    std::memset(&results, 0, sizeof(results));
+  }
+  /// Captures the step with these arguments; false (with a warning, when
+  /// loud) when the capture fails.
+  bool capture(StepCall call) {
+    tried = true;
+    call.results = &results;
+    std::string why;
+    auto start = std::chrono::steady_clock::now();
+    nodes = captureGraph(callTrainStep, &call, why);
+    captureSeconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    if (nodes < 0) {
+      warn(why);
+      std::memset(&results, 0, sizeof(results));
+      return false;
+    }
+    ready = true;
+    return true;
+  }
+  void warn(const std::string &why) {
+    tried = true;
+    if (loud)
+      std::fprintf(stderr,
+                   "warning: the train step is not replayed as a CUDA graph: "
+                   "%s; it runs uncaptured\n",
+                   why.c_str());
+  }
+
+  bool loud, ready = false, tried = false;
+  long long nodes = 0, replays = 0;
+  double captureSeconds = 0;
+  /// The captured call's results: each replay writes them.
+  TrainStepResults results;
+};
 
 /// The signal (SIGINT or SIGTERM) that asked the run to stop, or 0.
 volatile std::sig_atomic_t stopSignal = 0;
@@ -447,6 +530,9 @@ int moe_driver::runTraining(int argc, char **argv, const Manifest &manifest) {
            "': " + std::strerror(errno));
   }
   std::vector<uint32_t> batchRow(static_cast<size_t>(length + 1));
+  StepGraph graph(options.cudaGraphGiven);
+  // The host's waits for the GPU during the last uncaptured step.
+  uint64_t stepSyncs = 0;
   for (int64_t step = startStep + 1; step <= options.steps; ++step) {
     auto batchStart = std::chrono::steady_clock::now();
     trainBatches.next(batch, inputs.get(), labels.get());
@@ -482,7 +568,8 @@ int moe_driver::runTraining(int argc, char **argv, const Manifest &manifest) {
 
     MemRef<float, 1> paramsRef = params.vector(), mRef = m.vector(),
                      vRef = v.vector(), hyperRef = hyper.vector();
-    if (poisonSteps.count(step)) {
+    bool poisoned = poisonSteps.count(step) > 0;
+    if (poisoned) {
       if (!poison)
         poison = std::make_unique<Buffer<float>>(scalars);
       std::fill(poison->get(), poison->get() + scalars, NAN);
@@ -493,12 +580,35 @@ int moe_driver::runTraining(int argc, char **argv, const Manifest &manifest) {
     TrainStepResults results;
     std::memset(&results, 0, sizeof(results));
     bool profiled = step == options.kernelProfileStep;
+    // The profiled and the poisoned steps run uncaptured (the graph's
+    // kernels are not timed one by one; it reads the real parameters).
+    auto stepStart = std::chrono::steady_clock::now();
+    bool replayed = false;
+    // One process: the collectives of a data-parallel step are not in the
+    // compiled code's stream.
+    if (options.cudaGraph && group.ranks == 1 && !profiled && !poisoned) {
+      if (!graph.tried && stepSyncs > 1)
+        graph.warn("a step waited for the GPU " + std::to_string(stepSyncs) +
+                   " times (host code that reads results mid-way); a graph "
+                   "needs the one wait at the end");
+      if (!graph.tried && stepSyncs == 1)
+        graph.capture({nullptr, &paramsRef, &mRef, &vRef, &inputsRef,
+                       &labelsRef, &hyperRef});
+      replayed = graph.ready;
+    }
     if (profiled)
       startKernelTiming();
-    auto stepStart = std::chrono::steady_clock::now();
-    _mlir_ciface_moe_model_train_step(&results, &paramsRef, &mRef, &vRef,
-                                      &inputsRef, &labelsRef, &hyperRef);
-    checkDevice("while running the train step");
+    if (replayed) {
+      ++graph.replays;
+      replayGraph();
+      results = graph.results;
+    } else {
+      uint64_t syncsBefore = streamSyncCount();
+      _mlir_ciface_moe_model_train_step(&results, &paramsRef, &mRef, &vRef,
+                                        &inputsRef, &labelsRef, &hyperRef);
+      checkDevice("while running the train step");
+      stepSyncs = streamSyncCount() - syncsBefore;
+    }
     int launches = 0;
     double kernelMs = 0;
     if (profiled && finishKernelTiming(launches, kernelMs) && group.rank == 0)
@@ -507,18 +617,25 @@ int moe_driver::runTraining(int argc, char **argv, const Manifest &manifest) {
                    "GPU\n",
                    static_cast<long>(step), launches, kernelMs);
     float loss = results.loss.aligned[results.loss.offset];
-    releaseResult(results.loss.allocated);
     if (results.params.allocated == results.m.allocated ||
         results.params.allocated == results.v.allocated ||
         results.m.allocated == results.v.allocated)
       fail("the train step returned one buffer for two of its results (the "
            "executable is damaged)");
-    takeMetrics(results.metrics, metrics);
+    readMetrics(results.metrics, metrics);
+    // A replay's results are the graph's.
+    if (!replayed) {
+      releaseResult(results.loss.allocated);
+      releaseResult(results.metrics.allocated);
+    }
     float gradNorm = metrics[static_cast<size_t>(layout.gradNorm)];
     // A step whose loss or gradient norm is not finite changes nothing:
     // its parameters, moments and router biases are dropped.
     bool bad = !std::isfinite(loss) || !std::isfinite(gradNorm);
-    if (bad) {
+    if (bad && replayed) {
+      ++badInARow;
+      ++badSteps;
+    } else if (bad) {
       for (const MemRef<float, 1> *result :
            {&results.params, &results.m, &results.v}) {
         if (result->allocated == params.vector().allocated ||
@@ -530,6 +647,15 @@ int moe_driver::runTraining(int argc, char **argv, const Manifest &manifest) {
       }
       ++badInARow;
       ++badSteps;
+    } else if (graph.ready) {
+      params.copyFrom(results.params);
+      m.copyFrom(results.m);
+      v.copyFrom(results.v);
+      if (!replayed)
+        for (void *buffer : {results.params.allocated, results.m.allocated,
+                             results.v.allocated})
+          releaseResult(buffer);
+      badInARow = 0;
     } else {
       params.adopt(results.params);
       m.adopt(results.m);
@@ -675,6 +801,11 @@ int moe_driver::runTraining(int argc, char **argv, const Manifest &manifest) {
               "overall\n",
               trained / std::max(stepSeconds, 1e-9),
               trained / std::max(total, 1e-9));
+  if (graph.ready && group.rank == 0)
+    std::printf("cuda graph: %lld of %ld steps replayed a graph of %lld "
+                "nodes (captured in %.3f s)\n",
+                graph.replays, static_cast<long>(options.steps - startStep),
+                graph.nodes, graph.captureSeconds);
   std::string peak = peakMemoryLine();
   if (!peak.empty() && group.rank == 0)
     std::printf("%s\n", peak.c_str());

@@ -141,6 +141,15 @@ void printTrainHelp(const char *argv0, const Manifest &manifest) {
       "                     then the row's last label), so that another "
       "program can\n"
       "                     train on the same data (bench/train)\n"
+      "  --cuda-graph[=on|off]  cuda: capture the train step once, after "
+      "an\n"
+      "                     uncaptured step, as a CUDA graph and replay it "
+      "for the\n"
+      "                     later steps (not the profiled one); a step that "
+      "waits for\n"
+      "                     the GPU more than once runs uncaptured (with a "
+      "warning\n"
+      "                     when the flag is given) (default on)\n"
       "  --kernel-profile-step=N  cuda: time the GPU kernels of step N and "
       "print\n"
       "                     their launches and milliseconds "
@@ -255,6 +264,16 @@ TrainOptions moe_driver::parseTrainOptions(int argc, char **argv,
     }
     if (arg.compare(0, 11, "--hf-names=") == 0)
       fail("option --hf-names takes no value");
+    // Not a setting of the trajectory: a replay computes what the step does.
+    if (arg == "--cuda-graph" || arg == "--cuda-graph=on" ||
+        arg == "--cuda-graph=off") {
+      options.cudaGraph = arg != "--cuda-graph=off";
+      options.cudaGraphGiven = true;
+      continue;
+    }
+    if (arg.compare(0, 13, "--cuda-graph=") == 0)
+      fail("option --cuda-graph expects on or off, got '" + arg.substr(13) +
+           "'");
     size_t equals = arg.find('=');
     std::string key = arg.substr(0, equals);
     std::string value;

@@ -42,6 +42,10 @@ struct TrainOptions {
   std::string dumpBatches;
   /// --kernel-profile-step: time the GPU kernels of this step; 0: none.
   int64_t kernelProfileStep = 0;
+  /// --cuda-graph: replay the train step as a CUDA graph (CUDA; on unless
+  /// --cuda-graph=off). cudaGraphGiven: the flag was on the command line
+  /// (a step that cannot be captured is then a warning, else silent).
+  bool cudaGraph = true, cudaGraphGiven = false;
   // Checkpoints.
   std::string saveDir, resume;
   int64_t saveEvery = 0, keep = 0;
