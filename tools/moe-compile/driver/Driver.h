@@ -257,6 +257,9 @@ long long captureGraph(void (*call)(void *), void *context, std::string &why);
 void replayGraph();
 /// Releases the captured graph and its memory.
 void releaseGraph();
+/// Gives the buffers that freed memory pools keep back to the driver (a
+/// graph's replays allocate from memory of their own).
+void releaseCachedMemory();
 /// Copies `bytes` between buffers the compiled code reads, after the work
 /// queued so far.
 void copyBuffer(void *dst, const void *src, size_t bytes);

@@ -573,6 +573,13 @@ void moe_driver::releaseGraph() {
 #endif
 }
 
+void moe_driver::releaseCachedMemory() {
+#ifdef MOE_MODEL_MAIN_CUDA
+  moertMlirReleaseCachedBuffers();
+  checkDevice("while releasing cached buffers");
+#endif
+}
+
 void moe_driver::copyBuffer(void *dst, const void *src, size_t bytes) {
 #ifdef MOE_MODEL_MAIN_CUDA
   moertMlirCopy(dst, src, bytes);

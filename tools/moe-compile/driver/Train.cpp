@@ -191,6 +191,9 @@ public:
       return false;
     }
     ready = true;
+    // The uncaptured steps' device buffers, cached by the stream-ordered
+    // pool, are not used again: the replays' buffers are the graph's.
+    releaseCachedMemory();
     return true;
   }
   void warn(const std::string &why) {
