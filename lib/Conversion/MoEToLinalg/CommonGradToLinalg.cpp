@@ -12,6 +12,7 @@
 
 #include "moe/Conversion/MoEToLinalg/CommonGradToLinalg.h"
 
+#include "TimeWindowSum.h"
 #include "moe/Dialect/MoE/IR/MoEGradOps.h"
 #include "moe/Dialect/MoE/Utils/TensorBuilder.h"
 
@@ -402,54 +403,73 @@ struct ShortConvGradLowering : public GradLowering<ShortConvGradOp> {
     SmallVector<OpFoldResult> sizes = tb.sizesOf(x);
     Value padded = padTime(b, x, window, /*before=*/true);
 
-    // dc, fp32 [B, T, C].
-    Value dc;
-    if (op.getSilu()) {
+    // silu'(c) = s (1 + c (1 - s)), s = sigmoid(c), times dy.
+    auto siluGrad = [&](OpBuilder &nb, Location loc, Value dyIn,
+                        Value pre) -> Value {
+      Value dy = convertScalar(nb, loc, dyIn, f32);
+      Value s = buildSigmoid(nb, loc, pre);
+      Value rest = buildSigmoid(nb, loc, arith::NegFOp::create(nb, loc, pre));
+      Value slope = arith::MulFOp::create(
+          nb, loc, s,
+          arith::AddFOp::create(nb, loc, floatConstant(nb, loc, f32, 1.0),
+                                arith::MulFOp::create(nb, loc, pre, rest)));
+      return arith::MulFOp::create(nb, loc, dy, slope);
+    };
+    // A static window: dc and dx are one element-wise generic each
+    // (timeWindowSum), the forward's convolution recomputed inside dc's.
+    Value dc, inputGrad;
+    if (op.getSilu())
+      dc = timeWindowSum(
+          b, tb, x, weight, WindowSide::Past, {grad}, f32,
+          [&](OpBuilder &nb, Location loc, Value sum, ValueRange extras) {
+            return siluGrad(nb, loc, extras[0], sum);
+          });
+    else
+      dc = tb.convert(grad, f32);
+    if (dc)
+      inputGrad = timeWindowSum(
+          b, tb, dc, weight, WindowSide::Future, {}, elementType,
+          [&](OpBuilder &nb, Location loc, Value sum, ValueRange) {
+            return convertScalar(nb, loc, sum, elementType);
+          });
+    if (!inputGrad && op.getSilu()) {
       // The forward's convolution: loops (b, t, ch, i).
       Value c = tb.contract(padded, weight, sizes,
                             {AffineMap::get(4, 0, {d0, d1 + d3, d2}, ctx),
                              AffineMap::get(4, 0, {d2, d3}, ctx),
                              AffineMap::get(4, 0, {d0, d1, d2}, ctx)});
-      // silu'(c) = s (1 + c (1 - s)), s = sigmoid(c).
-      dc = tb.map(
-          {grad, c}, f32, [&](OpBuilder &nb, Location loc, ValueRange args) {
-            Value dy = convertScalar(nb, loc, args[0], f32);
-            Value pre = args[1];
-            Value s = buildSigmoid(nb, loc, pre);
-            Value rest =
-                buildSigmoid(nb, loc, arith::NegFOp::create(nb, loc, pre));
-            Value slope = arith::MulFOp::create(
-                nb, loc, s,
-                arith::AddFOp::create(
-                    nb, loc, floatConstant(nb, loc, f32, 1.0),
-                    arith::MulFOp::create(nb, loc, pre, rest)));
-            return arith::MulFOp::create(nb, loc, dy, slope);
-          });
-    } else {
-      dc = tb.convert(grad, f32);
+      dc = tb.map({grad, c}, f32,
+                  [&](OpBuilder &nb, Location loc, ValueRange args) {
+                    return siluGrad(nb, loc, args[0], args[1]);
+                  });
     }
+    if (!inputGrad) {
+      // A dynamic window: over zero-padded copies.
 
-    // The weight reversed along the window: reversed[ch, j] = w[ch, W-1-j].
-    Value lastTap = arith::SubIOp::create(
-        b, getValueOrCreateConstantIndexOp(b, b.getLoc(), window),
-        arith::ConstantIndexOp::create(b, 1));
-    Value reversed =
-        tb.mapIndexed(tb.sizesOf(weight), {}, {}, f32,
-                      [&](OpBuilder &nb, Location loc, ValueRange) {
-                        Value ch = linalg::IndexOp::create(nb, loc, 0);
-                        Value j = linalg::IndexOp::create(nb, loc, 1);
-                        Value tap = arith::SubIOp::create(nb, loc, lastTap, j);
-                        Value w = tensor::ExtractOp::create(
-                            nb, loc, weight, ValueRange{ch, tap});
-                        return convertScalar(nb, loc, w, f32);
-                      });
+      // The weight reversed along the window: reversed[ch, j] = w[ch, W-1-j].
+      Value lastTap = arith::SubIOp::create(
+          b, getValueOrCreateConstantIndexOp(b, b.getLoc(), window),
+          arith::ConstantIndexOp::create(b, 1));
+      Value reversed = tb.mapIndexed(
+          tb.sizesOf(weight), {}, {}, f32,
+          [&](OpBuilder &nb, Location loc, ValueRange) {
+            Value ch = linalg::IndexOp::create(nb, loc, 0);
+            Value j = linalg::IndexOp::create(nb, loc, 1);
+            Value tap = arith::SubIOp::create(nb, loc, lastTap, j);
+            Value w =
+                tensor::ExtractOp::create(nb, loc, weight, ValueRange{ch, tap});
+            return convertScalar(nb, loc, w, f32);
+          });
 
-    // dx: loops (b, s, ch, j) over dc padded after T.
-    Value dcPadded = padTime(b, dc, window, /*before=*/false);
-    Value inputGrad = tb.contract(dcPadded, reversed, sizes,
-                                  {AffineMap::get(4, 0, {d0, d1 + d3, d2}, ctx),
-                                   AffineMap::get(4, 0, {d2, d3}, ctx),
-                                   AffineMap::get(4, 0, {d0, d1, d2}, ctx)});
+      // dx: loops (b, s, ch, j) over dc padded after T.
+      Value dcPadded = padTime(b, dc, window, /*before=*/false);
+      inputGrad =
+          tb.convert(tb.contract(dcPadded, reversed, sizes,
+                                 {AffineMap::get(4, 0, {d0, d1 + d3, d2}, ctx),
+                                  AffineMap::get(4, 0, {d2, d3}, ctx),
+                                  AffineMap::get(4, 0, {d0, d1, d2}, ctx)}),
+                     elementType);
+    }
 
     // dw: loops (ch, i, b, t), reducing the tokens.
     SmallVector<Value> weightGrad =
@@ -464,9 +484,8 @@ struct ShortConvGradLowering : public GradLowering<ShortConvGradOp> {
                      Value term = arith::MulFOp::create(nb, loc, args[0], v);
                      return {arith::AddFOp::create(nb, loc, args[2], term)};
                    });
-    return {
-        tb.convert(inputGrad, elementType),
-        tb.convert(weightGrad.front(), tensorTypeOf(weight).getElementType())};
+    return {inputGrad, tb.convert(weightGrad.front(),
+                                  tensorTypeOf(weight).getElementType())};
   }
 };
 

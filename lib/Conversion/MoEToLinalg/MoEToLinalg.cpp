@@ -13,6 +13,7 @@
 
 #include "moe/Conversion/MoEToLinalg/CommonGradToLinalg.h"
 
+#include "TimeWindowSum.h"
 #include "moe/Conversion/Passes.h"
 #include "moe/Dialect/MoE/IR/MoE.h"
 #include "moe/Dialect/MoE/Utils/TensorBuilder.h"
@@ -215,9 +216,10 @@ struct DecayGateLowering : public TensorLowering<DecayGateOp> {
   }
 };
 
-/// short_conv -> a left zero pad of `W - 1` steps along T, one contraction
-/// over the window (`c[b,t,ch] = sum_i w[ch,i] * pad[b,t+i,ch]`, fp32), then
-/// the optional SiLU and the conversion back (ALGORITHMS.md section 1.2).
+/// short_conv -> `c[b,t,ch] = sum_i w[ch,i] * pad[b,t+i,ch]` (fp32) over a
+/// left zero pad of `W - 1` steps along T, then the optional SiLU and the
+/// conversion back (ALGORITHMS.md section 1.2). A static window is one
+/// element-wise generic (timeWindowSum); a dynamic one pads and contracts.
 struct ShortConvLowering : public TensorLowering<ShortConvOp> {
   using TensorLowering::TensorLowering;
 
@@ -227,6 +229,16 @@ struct ShortConvLowering : public TensorLowering<ShortConvOp> {
     Value weight = adaptor.getWeight();
     RankedTensorType type = tensorTypeOf(x);
     Type elementType = type.getElementType();
+    bool silu = op.getSilu();
+    if (Value fused = timeWindowSum(
+            b, tb, x, weight, WindowSide::Past, {}, elementType,
+            [&](OpBuilder &nb, Location loc, Value sum, ValueRange) {
+              if (silu)
+                sum = arith::MulFOp::create(nb, loc, sum,
+                                            buildSigmoid(nb, loc, sum));
+              return convertScalar(nb, loc, sum, elementType);
+            }))
+      return fused;
 
     // Left padding W - 1 along T.
     OpFoldResult window = tb.sizesOf(weight)[1];

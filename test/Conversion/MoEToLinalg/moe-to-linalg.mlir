@@ -154,25 +154,37 @@ func.func @decay_gate_softplus(%z: tensor<2x?x4x8xf32>, %b: tensor<4x8xf32>, %a:
 
 // -----
 
-// short_conv with SiLU (ALGORITHMS.md section 1.2): a left zero pad of
-// W - 1 = 3, a contraction over the window read at t + i, then SiLU.
+// short_conv with SiLU (ALGORITHMS.md section 1.2), static window W = 4:
+// one element-wise generic over (b, t, c) that sums the taps in order from
+// zero, w[c, i] * x[b, t - 3 + i, c], a tap before t = 0 reading a clamped
+// step and adding w * 0 (as a zero-padded copy would), then SiLU: no padded
+// copy, no accumulator fill, no second pass.
 
-// CHECK-DAG: #[[PAD:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1 + d3, d2)>
-// CHECK-DAG: #[[WMAP:.*]] = affine_map<(d0, d1, d2, d3) -> (d2, d3)>
-// CHECK-DAG: #[[OUT:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
 // CHECK-LABEL: func.func @short_conv_silu
 // CHECK-SAME: (%[[X:.*]]: tensor<?x?x16xf32>, %[[W:.*]]: tensor<16x4xf32>)
-// CHECK: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
-// CHECK: %[[PADDED:.*]] = tensor.pad %[[X]] low[0, 3, 0] high[0, 0, 0]
-// CHECK:   tensor.yield %[[ZERO]] : f32
-// CHECK: } : tensor<?x?x16xf32> to tensor<?x?x16xf32>
-// CHECK: %[[INIT:.*]] = linalg.fill ins(%[[ZERO]] : f32)
-// CHECK: %[[C:.*]] = linalg.generic {indexing_maps = [#[[PAD]], #[[WMAP]], #[[OUT]]], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%[[PADDED]], %[[W]] : tensor<?x?x16xf32>, tensor<16x4xf32>) outs(%[[INIT]] : tensor<?x?x16xf32>)
-// CHECK:   ^bb0(%[[IV:.*]]: f32, %[[WV:.*]]: f32, %[[ACC:.*]]: f32):
-// CHECK:   %[[PROD:.*]] = arith.mulf %[[IV]], %[[WV]] : f32
-// CHECK:   arith.addf %[[ACC]], %[[PROD]] : f32
-// CHECK: %[[Y:.*]] = linalg.generic {{.*}} ins(%[[C]] : tensor<?x?x16xf32>)
-// CHECK:   ^bb0(%[[CV:.*]]: f32, %{{.*}}: f32):
+// CHECK-NOT: tensor.pad
+// CHECK-NOT: linalg.fill
+// CHECK: %[[Y:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel"]} outs(
+// CHECK:   %[[B:.*]] = linalg.index 0 : index
+// CHECK:   %[[T:.*]] = linalg.index 1 : index
+// CHECK:   %[[CH:.*]] = linalg.index 2 : index
+// CHECK:   %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK:   %[[C3:.*]] = arith.constant 3 : index
+// CHECK:   %[[IN0:.*]] = arith.cmpi uge, %[[T]], %[[C3]] : index
+// CHECK:   %[[BACK0:.*]] = arith.subi %[[T]], %[[C3]] : index
+// CHECK:   %[[STEP0:.*]] = arith.select %[[IN0]], %[[BACK0]], %[[T]] : index
+// CHECK:   %[[X0:.*]] = tensor.extract %[[X]][%[[B]], %[[STEP0]], %[[CH]]]
+// CHECK:   %[[XZ0:.*]] = arith.select %[[IN0]], %[[X0]], %[[ZERO]] : f32
+// CHECK:   %[[W0:.*]] = tensor.extract %[[W]][%[[CH]], %{{.*}}] : tensor<16x4xf32>
+// CHECK:   %[[P0:.*]] = arith.mulf %[[XZ0]], %[[W0]] : f32
+// CHECK:   %[[S0:.*]] = arith.addf %[[ZERO]], %[[P0]] : f32
+// CHECK:   arith.cmpi uge, %[[T]], %{{.*}} : index
+// CHECK:   arith.cmpi uge, %[[T]], %{{.*}} : index
+// The last tap reads step t itself, unguarded.
+// CHECK:   %[[X3:.*]] = tensor.extract %[[X]][%[[B]], %[[T]], %[[CH]]]
+// CHECK:   %[[W3:.*]] = tensor.extract %[[W]][%[[CH]], %[[C3]]] : tensor<16x4xf32>
+// CHECK:   %[[P3:.*]] = arith.mulf %[[X3]], %[[W3]] : f32
+// CHECK:   %[[CV:.*]] = arith.addf %{{.*}}, %[[P3]] : f32
 // CHECK:   %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
 // CHECK:   %[[NEG:.*]] = arith.negf %[[CV]] : f32
 // CHECK:   %[[E:.*]] = math.exp %[[NEG]] : f32
@@ -385,4 +397,30 @@ func.func @attn_res_mix(%v0: tensor<?x?x16xf32>, %v1: tensor<?x?x16xf32>,
   %y = moe.attn_res_mix %v0, %v1 query(%u)
       : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<16xf32>) -> tensor<?x?x16xf32>
   return %y : tensor<?x?x16xf32>
+}
+
+// -----
+
+// short_conv_grad with SiLU and a static window: dc is one element-wise
+// generic (the forward's window sum recomputed, times dy and SiLU's slope),
+// dx another that reads dc at t, t + 1, ... with the taps reversed (a step
+// past T reads zero); only dw, a reduction over the tokens, reads a padded
+// copy of x.
+
+// CHECK-LABEL: func.func @short_conv_grad_silu
+// CHECK-SAME: (%[[DY:[^:]*]]: tensor<?x?x16xf32>, %[[X:[^:]*]]: tensor<?x?x16xf32>, %[[W:[^:]*]]: tensor<16x4xf32>)
+// CHECK: %[[PADDED:.*]] = tensor.pad %[[X]] low[0, 3, 0] high[0, 0, 0]
+// CHECK: %[[DC:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel"]} ins(%[[DY]] : tensor<?x?x16xf32>)
+// CHECK:   tensor.extract %[[X]]
+// CHECK:   math.exp
+// CHECK: %[[DX:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel"]} outs(
+// CHECK:   tensor.extract %[[DC]][%{{.*}}, %[[T:[^,]*]], %{{.*}}]
+// CHECK:   tensor.extract %[[W]][%{{.*}}, %[[C3:.*]]] : tensor<16x4xf32>
+// CHECK:   arith.cmpi ult
+// CHECK: %[[DW:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction", "reduction"]} ins(%[[DC]], %[[PADDED]] :
+// CHECK-NOT: tensor.pad
+// CHECK: return %[[DX]], %[[DW]]
+func.func @short_conv_grad_silu(%dy: tensor<?x?x16xf32>, %x: tensor<?x?x16xf32>, %w: tensor<16x4xf32>) -> (tensor<?x?x16xf32>, tensor<16x4xf32>) {
+  %0:2 = moe.short_conv_grad %dy, %x, %w {silu} : tensor<?x?x16xf32>, tensor<16x4xf32>
+  return %0#0, %0#1 : tensor<?x?x16xf32>, tensor<16x4xf32>
 }

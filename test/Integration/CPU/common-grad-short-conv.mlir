@@ -28,6 +28,16 @@
 // RUN: moe-npy compare %t/plain/result1.npy %t/plain_dw.npy --rtol=2e-6 | FileCheck %s
 // RUN: not moe-npy compare %t/plain/result0.npy %t/silu_dx.npy --rtol=1e-2
 
+// Without SiLU, window static (the fused window sums), and with T = 2 < W.
+// RUN: moe-run %s --entry=conv_static -i %t/dy.npy -i %t/x.npy -i %t/w.npy -o %t/static
+// RUN: moe-npy compare %t/static/result0.npy %t/plain_dx.npy --rtol=2e-6 | FileCheck %s
+// RUN: moe-npy compare %t/static/result1.npy %t/plain_dw.npy --rtol=2e-6 | FileCheck %s
+// RUN: moe-run %s --entry=conv_static -i %t/dys.npy -i %t/xs.npy -i %t/w.npy -o %t/static_short
+// RUN: moe-reference short_conv_grad %t/xs.npy %t/w.npy %t/dys.npy -o %t/static_short_dx.npy -o %t/static_short_dw.npy \
+// RUN:   | FileCheck %s --check-prefix=FD
+// RUN: moe-npy compare %t/static_short/result0.npy %t/static_short_dx.npy --rtol=2e-6 | FileCheck %s
+// RUN: moe-npy compare %t/static_short/result1.npy %t/static_short_dw.npy --rtol=2e-6 | FileCheck %s
+
 // T = 2 < W = 4, with SiLU.
 // RUN: moe-run %s --entry=conv_silu -i %t/dys.npy -i %t/xs.npy -i %t/w.npy -o %t/short
 // RUN: moe-reference short_conv_grad %t/xs.npy %t/w.npy %t/dys.npy --silu -o %t/short_dx.npy -o %t/short_dw.npy \
@@ -49,4 +59,10 @@ func.func @conv_dynamic(%dy: tensor<?x?x24xf32>, %x: tensor<?x?x24xf32>, %w: ten
     -> (tensor<?x?x24xf32>, tensor<24x?xf32>) {
   %dx, %dw = moe.short_conv_grad %dy, %x, %w : tensor<?x?x24xf32>, tensor<24x?xf32>
   return %dx, %dw : tensor<?x?x24xf32>, tensor<24x?xf32>
+}
+
+func.func @conv_static(%dy: tensor<?x?x24xf32>, %x: tensor<?x?x24xf32>, %w: tensor<24x4xf32>)
+    -> (tensor<?x?x24xf32>, tensor<24x4xf32>) {
+  %dx, %dw = moe.short_conv_grad %dy, %x, %w : tensor<?x?x24xf32>, tensor<24x4xf32>
+  return %dx, %dw : tensor<?x?x24xf32>, tensor<24x4xf32>
 }
