@@ -184,7 +184,8 @@ void mlir::moe::emitColumnPartials(OpBuilder &b, linalg::LinalgOp op,
 void mlir::moe::emitColumnCombine(RewriterBase &rewriter, linalg::LinalgOp op,
                                   const LoopSpace &space,
                                   const ColumnSplit &split, Value warp,
-                                  Value warps, Value lane) {
+                                  Value warps, Value lane,
+                                  ArrayRef<Value> starts) {
   Location loc = op.getLoc();
   rewriter.setInsertionPoint(op);
   SmallVector<Operation *> combiners = combinersOf(op);
@@ -213,6 +214,6 @@ void mlir::moe::emitColumnCombine(RewriterBase &rewriter, linalg::LinalgOp op,
         }
         scf::YieldOp::create(b, bodyLoc, next);
       });
-  addWarpTotals(rewriter, op, inner.getResults(), ivs, lane);
+  addWarpTotals(rewriter, op, inner.getResults(), ivs, lane, starts);
   rewriter.eraseOp(op);
 }

@@ -58,7 +58,8 @@ void emitColumnPartials(OpBuilder &b, linalg::LinalgOp op,
 /// takes outputs warp, warp + warps, ...; `lane` is its thread's lane.
 void emitColumnCombine(RewriterBase &rewriter, linalg::LinalgOp op,
                        const LoopSpace &space, const ColumnSplit &split,
-                       Value warp, Value warps, Value lane);
+                       Value warp, Value warps, Value lane,
+                       ArrayRef<Value> starts = {});
 
 } // namespace mlir::moe
 

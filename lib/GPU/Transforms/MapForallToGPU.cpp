@@ -291,6 +291,9 @@ private:
   WarpLaunch moveIntoWarpLaunch(IRRewriter &rewriter, linalg::LinalgOp op,
                                 Value outputs, StringRef suffix);
   int64_t kernels = 0;
+  /// The values that host reductions' outputs start from, where a fill
+  /// that only initialised them was dropped (fillsOfReductionOutputs).
+  DenseMap<Operation *, SmallVector<Value>> reductionStarts;
 
   LogicalResult mapForall(IRRewriter &rewriter, scf::ForallOp forall);
   LogicalResult placeTiles(IRRewriter &rewriter, gpu::LaunchOp launch,
@@ -752,7 +755,8 @@ LogicalResult MoEMapForallToGPUPass::mapHostReduction(IRRewriter &rewriter,
   rewriter.setInsertionPoint(op);
   Value outputs = loopSpaceOf(rewriter, op).outputs;
   WarpLaunch kernel = moveIntoWarpLaunch(rewriter, op, outputs, "_warps");
-  emitWarpReduction(rewriter, op, kernel.warp, kernel.warps, kernel.lane);
+  emitWarpReduction(rewriter, op, kernel.warp, kernel.warps, kernel.lane,
+                    reductionStarts.lookup(op));
   return success();
 }
 
@@ -793,7 +797,7 @@ MoEMapForallToGPUPass::mapHostColumnReduction(IRRewriter &rewriter,
   WarpLaunch combine =
       moveIntoWarpLaunch(rewriter, op, space.outputs, "_columns_sum");
   emitColumnCombine(rewriter, op, space, split, combine.warp, combine.warps,
-                    combine.lane);
+                    combine.lane, reductionStarts.lookup(op));
 
   rewriter.setInsertionPointAfter(combine.launch);
   for (Value buffer : split.partials)
@@ -1028,7 +1032,26 @@ void MoEMapForallToGPUPass::runOnOperation() {
     }
     return WalkResult::advance();
   });
-  for (linalg::LinalgOp op : hostOps)
+  // A fill that only initialises a warp or column reduction's outputs goes:
+  // the reduction's kernel starts from the fill's value.
+  DenseSet<Operation *> dropped;
+  for (linalg::LinalgOp op : hostOps) {
+    if (dropped.contains(op) || !(isWarpReduction(op) || isColumnReduction(op)))
+      continue;
+    SmallVector<Value> starts;
+    SmallVector<linalg::FillOp> fills = fillsOfReductionOutputs(op, starts);
+    if (fills.empty())
+      continue;
+    reductionStarts[op] = starts;
+    for (linalg::FillOp fill : fills)
+      dropped.insert(fill);
+  }
+  for (linalg::LinalgOp op : hostOps) {
+    if (dropped.contains(op)) {
+      rewriter.eraseOp(op);
+      continue;
+    }
     if (failed(mapHostOp(rewriter, op)))
       return signalPassFailure();
+  }
 }

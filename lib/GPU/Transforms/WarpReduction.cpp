@@ -281,7 +281,8 @@ LoopSpace mlir::moe::loopSpaceOf(OpBuilder &b, linalg::LinalgOp op) {
 }
 
 void mlir::moe::emitWarpReduction(RewriterBase &rewriter, linalg::LinalgOp op,
-                                  Value warp, Value warps, Value lane) {
+                                  Value warp, Value warps, Value lane,
+                                  ArrayRef<Value> starts) {
   Location loc = op.getLoc();
   rewriter.setInsertionPoint(op);
   LoopSpace space = loopSpaceOf(rewriter, op);
@@ -323,13 +324,51 @@ void mlir::moe::emitWarpReduction(RewriterBase &rewriter, linalg::LinalgOp op,
       });
 
   // The warp's sums by butterfly shuffles; lane 0 adds them to the outputs.
-  addWarpTotals(rewriter, op, inner.getResults(), ivs, lane);
+  addWarpTotals(rewriter, op, inner.getResults(), ivs, lane, starts);
   rewriter.eraseOp(op);
+}
+
+SmallVector<linalg::FillOp>
+mlir::moe::fillsOfReductionOutputs(linalg::LinalgOp op,
+                                   SmallVectorImpl<Value> &starts) {
+  starts.assign(op.getNumDpsInits(), Value());
+  SmallVector<linalg::FillOp> fills;
+  if (!op.hasPureBufferSemantics())
+    return fills;
+  for (Operation *prev = op->getPrevNode(); prev; prev = prev->getPrevNode()) {
+    auto fill = dyn_cast<linalg::FillOp>(prev);
+    if (!fill) {
+      if (isMemoryEffectFree(prev))
+        continue;
+      break;
+    }
+    if (!fill.hasPureBufferSemantics())
+      break;
+    Value filled = fill.getDpsInitOperand(0)->get();
+    OpOperand *init = nullptr;
+    for (OpOperand &candidate : op.getDpsInitsMutable())
+      if (candidate.get() == filled)
+        init = &candidate;
+    // A fill of another buffer may alias an output or an input: stop.
+    if (!init)
+      break;
+    unsigned i = init->getOperandNumber() - op.getNumDpsInputs();
+    AffineMap map = op.getMatchingIndexingMap(init);
+    auto type = cast<MemRefType>(filled.getType());
+    bool whole =
+        map.isProjectedPermutation() && map.getNumResults() == type.getRank() &&
+        static_cast<unsigned>(map.getNumResults()) == op.getNumParallelLoops();
+    if (!whole || starts[i])
+      break;
+    starts[i] = fill.getDpsInputOperand(0)->get();
+    fills.push_back(fill);
+  }
+  return fills;
 }
 
 void mlir::moe::addWarpTotals(OpBuilder &b, linalg::LinalgOp op,
                               ValueRange partials, ArrayRef<Value> ivs,
-                              Value lane) {
+                              Value lane, ArrayRef<Value> starts) {
   Location loc = op.getLoc();
   SmallVector<Value> totals;
   for (auto [i, partial] : llvm::enumerate(partials))
@@ -342,7 +381,10 @@ void mlir::moe::addWarpTotals(OpBuilder &b, linalg::LinalgOp op,
   for (auto [i, init, total] :
        llvm::enumerate(op.getDpsInitsMutable(), totals)) {
     SmallVector<Value> indices = indicesAt(b, loc, op, init, ivs);
-    Value old = memref::LoadOp::create(b, loc, init.get(), indices);
+    Value old =
+        i < starts.size() && starts[i]
+            ? starts[i]
+            : Value(memref::LoadOp::create(b, loc, init.get(), indices));
     memref::StoreOp::create(
         b, loc, combineWith(b, reductionCombiner(op, i), old, total),
         init.get(), indices);

@@ -65,8 +65,21 @@ Value warpCombine(OpBuilder &b, Location loc, Value value, Operation *combiner);
 /// Combines each of the warp's `partials` (one per output of `op`) over its
 /// lanes and lets lane `lane` 0 combine the totals into the outputs at the
 /// parallel loop values `ivs`.
+/// `starts[i]`, when given and not null, is the value output i starts from
+/// (see fillsOfReductionOutputs) instead of the value it holds.
 void addWarpTotals(OpBuilder &b, linalg::LinalgOp op, ValueRange partials,
-                   ArrayRef<Value> ivs, Value lane);
+                   ArrayRef<Value> ivs, Value lane,
+                   ArrayRef<Value> starts = {});
+
+/// The linalg.fill ops just before the reduction `op` (with only ops free
+/// of memory effects between them) that fill whole outputs of `op`, one
+/// whose outputs are indexed by all its parallel loops, so that it writes
+/// every output element: `starts[i]` becomes the value output `i` was
+/// filled with (null if none). A kernel that starts each output from that
+/// value makes the fill needless: one kernel less per such fill (a norm's
+/// zeroed sum, a loss's zeroed total).
+SmallVector<linalg::FillOp>
+fillsOfReductionOutputs(linalg::LinalgOp op, SmallVectorImpl<Value> &starts);
 
 /// A structured op's loop space: its ranges and, per kind of dimension, the
 /// dimensions and their trip counts, with the products of those counts.
@@ -100,7 +113,7 @@ SmallVector<Value> cloneBodyAt(OpBuilder &b, Location loc, linalg::LinalgOp op,
 /// ...; `lane` is the thread's index in its warp. `op` must satisfy
 /// isWarpReduction.
 void emitWarpReduction(RewriterBase &rewriter, linalg::LinalgOp op, Value warp,
-                       Value warps, Value lane);
+                       Value warps, Value lane, ArrayRef<Value> starts = {});
 
 } // namespace mlir::moe
 

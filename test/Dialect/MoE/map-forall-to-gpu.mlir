@@ -737,3 +737,55 @@ func.func @tile_unroll(%x: memref<?x64x64xf32>, %out: memref<?x64x64xf32>, %n: i
   }
   return
 }
+
+// -----
+
+// A fill that only initialises a host reduction's output (nothing between
+// them touches memory) is no kernel of its own: the warps' lane 0 combines
+// the total with the fill's value instead of loading the output. A fill
+// followed by another op that writes memory stays.
+
+// CHECK-LABEL: func.func @fill_then_reduction(
+// CHECK-SAME:    %[[X:[^:]*]]: memref<?x64xf32>, %[[ROWS:[^:]*]]: memref<?xf32>, %[[KEPT:[^:]*]]: memref<?xf32>
+// CHECK:         %[[START:.*]] = arith.constant 2.500000e-01 : f32
+// CHECK-NOT:     fill_then_reduction_fill
+// CHECK:         gpu.launch
+// CHECK-SAME:    function(@fill_then_reduction_generic_warps_l{{[0-9]+}}_0)
+// CHECK:             scf.if
+// CHECK-NOT:           memref.load %[[ROWS]]
+// CHECK:               %[[NEW:.+]] = arith.addf %[[START]], %{{.+}} : f32
+// CHECK:               memref.store %[[NEW]], %[[ROWS]]
+// CHECK:         function(@fill_then_reduction_fill_l{{[0-9]+}}_1)
+// CHECK:         function(@fill_then_reduction_generic_l{{[0-9]+}}_2)
+// CHECK:         function(@fill_then_reduction_generic_warps_l{{[0-9]+}}_3)
+// CHECK:               memref.load %[[KEPT]]
+// CHECK:           return
+func.func @fill_then_reduction(%x: memref<?x64xf32>, %rows: memref<?xf32>, %kept: memref<?xf32>) {
+  %start = arith.constant 0.25 : f32
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%start : f32) outs(%rows : memref<?xf32>)
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>],
+                  iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<?x64xf32>) outs(%rows : memref<?xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %s = arith.addf %acc, %in : f32
+    linalg.yield %s : f32
+  }
+  linalg.fill ins(%zero : f32) outs(%kept : memref<?xf32>)
+  // Writes %x, which the reduction reads: the fill above it stays.
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>],
+                  iterator_types = ["parallel", "parallel"]}
+      outs(%x : memref<?x64xf32>) {
+  ^bb0(%out: f32):
+    %d = arith.addf %out, %out : f32
+    linalg.yield %d : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>],
+                  iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<?x64xf32>) outs(%kept : memref<?xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %s = arith.addf %acc, %in : f32
+    linalg.yield %s : f32
+  }
+  return
+}
