@@ -19,6 +19,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 
 using namespace mlir;
 using namespace mlir::moe;
@@ -328,6 +329,13 @@ void mlir::moe::emitWarpReduction(RewriterBase &rewriter, linalg::LinalgOp op,
   rewriter.eraseOp(op);
 }
 
+/// The buffer `value` views (through view-like ops), or `value` itself.
+static Value viewRoot(Value value) {
+  while (auto view = value.getDefiningOp<ViewLikeOpInterface>())
+    value = view.getViewSource();
+  return value;
+}
+
 SmallVector<linalg::FillOp>
 mlir::moe::fillsOfReductionOutputs(linalg::LinalgOp op,
                                    SmallVectorImpl<Value> &starts) {
@@ -345,6 +353,12 @@ mlir::moe::fillsOfReductionOutputs(linalg::LinalgOp op,
     if (!fill.hasPureBufferSemantics())
       break;
     Value filled = fill.getDpsInitOperand(0)->get();
+    // The reduction must not read what the fill wrote (through any view).
+    Value filledRoot = viewRoot(filled);
+    if (llvm::any_of(op.getDpsInputOperands(), [&](OpOperand *input) {
+          return viewRoot(input->get()) == filledRoot;
+        }))
+      break;
     OpOperand *init = nullptr;
     for (OpOperand &candidate : op.getDpsInitsMutable())
       if (candidate.get() == filled)
@@ -355,9 +369,15 @@ mlir::moe::fillsOfReductionOutputs(linalg::LinalgOp op,
     unsigned i = init->getOperandNumber() - op.getNumDpsInputs();
     AffineMap map = op.getMatchingIndexingMap(init);
     auto type = cast<MemRefType>(filled.getType());
+    SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
     bool whole =
         map.isProjectedPermutation() && map.getNumResults() == type.getRank() &&
-        static_cast<unsigned>(map.getNumResults()) == op.getNumParallelLoops();
+        static_cast<unsigned>(map.getNumResults()) ==
+            op.getNumParallelLoops() &&
+        llvm::all_of(map.getResults(), [&](AffineExpr result) {
+          return iterators[cast<AffineDimExpr>(result).getPosition()] ==
+                 utils::IteratorType::parallel;
+        });
     if (!whole || starts[i])
       break;
     starts[i] = fill.getDpsInputOperand(0)->get();

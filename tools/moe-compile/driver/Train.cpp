@@ -159,6 +159,9 @@ void callTrainStep(void *context) {
 /// step, a fraction of a millisecond on the GPU).
 class StepGraph {
 public:
+  explicit StepGraph(bool loud) : loud(loud) {
+    std::memset(&results, 0, sizeof(results));
+  }
   ~StepGraph() {
     if (!ready)
       return;
@@ -171,9 +174,6 @@ public:
   StepGraph(const StepGraph &) = delete;
   StepGraph &operator=(const StepGraph &) = delete;
 
-  explicit StepGraph(bool loud) : loud(loud) {
-    std::memset(&results, 0, sizeof(results));
-  }
   /// Captures the step with these arguments; false (with a warning, when
   /// loud) when the capture fails.
   bool capture(StepCall call) {
@@ -635,19 +635,18 @@ int moe_driver::runTraining(int argc, char **argv, const Manifest &manifest) {
     // A step whose loss or gradient norm is not finite changes nothing:
     // its parameters, moments and router biases are dropped.
     bool bad = !std::isfinite(loss) || !std::isfinite(gradNorm);
-    if (bad && replayed) {
-      ++badInARow;
-      ++badSteps;
-    } else if (bad) {
-      for (const MemRef<float, 1> *result :
-           {&results.params, &results.m, &results.v}) {
-        if (result->allocated == params.vector().allocated ||
-            result->allocated == m.vector().allocated ||
-            result->allocated == v.vector().allocated)
-          fail("the train step updated its state in place, so a bad step "
-               "cannot be skipped (the executable is damaged)");
-        releaseResult(result->allocated);
-      }
+    if (bad) {
+      // A replay's results are the graph's; an uncaptured step's are freed.
+      if (!replayed)
+        for (const MemRef<float, 1> *result :
+             {&results.params, &results.m, &results.v}) {
+          if (result->allocated == params.vector().allocated ||
+              result->allocated == m.vector().allocated ||
+              result->allocated == v.vector().allocated)
+            fail("the train step updated its state in place, so a bad step "
+                 "cannot be skipped (the executable is damaged)");
+          releaseResult(result->allocated);
+        }
       ++badInARow;
       ++badSteps;
     } else if (graph.ready) {
