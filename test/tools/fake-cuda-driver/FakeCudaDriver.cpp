@@ -78,7 +78,13 @@ bool env(const char *name) {
   return value && std::strcmp(value, "1") == 0;
 }
 
-void *hostAlloc(size_t bytes) { return std::calloc(bytes ? bytes : 1, 1); }
+void *hostAlloc(size_t bytes) {
+  void *memory = std::calloc(bytes ? bytes : 1, 1);
+  // The C library may hand out the address of a discarded buffer again:
+  // that one is live.
+  fake().discarded.erase(memory);
+  return memory;
+}
 
 /// Frees `memory` unless an invalidated capture released it already.
 void release(void *memory) {
