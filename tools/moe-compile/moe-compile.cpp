@@ -40,6 +40,7 @@
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassInstrumentation.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Support/FileUtilities.h"
@@ -72,6 +73,9 @@
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
 #include "llvm/TargetParser/Host.h"
+
+#include <atomic>
+#include <mutex>
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -264,6 +268,48 @@ static constexpr llvm::StringLiteral kManifestName = "moe_model_manifest";
 /// Prints `moe-compile: error: <message>` and returns failure.
 static LogicalResult toolError(const llvm::Twine &message) {
   llvm::WithColor::error(llvm::errs(), "moe-compile") << message << "\n";
+  return failure();
+}
+
+namespace {
+/// The first pass that failed (passes run on several threads).
+class FirstFailedPass : public PassInstrumentation {
+public:
+  explicit FirstFailedPass(std::string &name) : name(name) {}
+  void runAfterPassFailed(Pass *pass, Operation *) override {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (name.empty())
+      name = pass->getArgument().empty() ? pass->getName().str()
+                                         : "-" + pass->getArgument().str();
+  }
+
+private:
+  std::string &name;
+  std::mutex mutex;
+};
+} // namespace
+
+/// Runs `pm` on `module`. A pass that fails without an error of its own
+/// (an upstream rewrite driver that gave up, say) is reported by name, so
+/// that no compile fails in silence.
+static LogicalResult runPasses(PassManager &pm, ModuleOp module) {
+  std::string failedPass;
+  pm.addInstrumentation(std::make_unique<FirstFailedPass>(failedPass));
+  std::atomic<unsigned> errors = 0;
+  ScopedDiagnosticHandler countErrors(
+      module.getContext(), [&](Diagnostic &diagnostic) {
+        if (diagnostic.getSeverity() == DiagnosticSeverity::Error)
+          ++errors;
+        return failure(); // printed by the handler below this one
+      });
+  if (succeeded(pm.run(module)))
+    return success();
+  if (errors == 0)
+    return toolError(
+        "the pass " +
+        (failedPass.empty() ? std::string("pipeline") : failedPass) +
+        " failed without an error message (a bug of "
+        "moe-compile: please report it with the model)");
   return failure();
 }
 
@@ -572,7 +618,7 @@ static LogicalResult buildProgram(ModuleOp module, moe::ModelOp model,
   }
   if (failed(pass->addToPipeline(pm, "", passError)))
     return failure();
-  if (failed(pm.run(module)))
+  if (failed(runPasses(pm, module)))
     return failure();
 
   auto train = dyn_cast_or_null<func::FuncOp>(
@@ -649,7 +695,7 @@ static LogicalResult lowerToLLVMDialect(ModuleOp module, TimingScope &timer) {
     options.outlineKinds = useOutlineKinds();
     moe::buildLowerToCPUPipeline(pm, options);
   }
-  return pm.run(module);
+  return runPasses(pm, module);
 }
 
 namespace {

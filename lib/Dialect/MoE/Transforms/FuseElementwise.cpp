@@ -82,9 +82,13 @@ struct MoEFuseElementwisePass
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<FuseOneToOne>(&getContext(), numFusions);
-    // Only the fusions: no folding of the other ops.
+    // Only the fusions: no folding of the other ops. No iteration limit:
+    // each fusion replaces two generics by one, so the rewrites end; a
+    // model's long chains take more than the default ten sweeps
+    // (kimi-linear-48b's training step did, and the pass failed).
     GreedyRewriteConfig config;
-    config.enableFolding(false).enableConstantCSE(false);
+    config.enableFolding(false).enableConstantCSE(false).setMaxIterations(
+        GreedyRewriteConfig::kNoLimit);
     if (failed(
             applyPatternsGreedily(getOperation(), std::move(patterns), config)))
       return signalPassFailure();
