@@ -80,7 +80,9 @@ void mlir::moe::addMoEToUpstreamPasses(
 }
 
 void mlir::moe::addBufferizationPasses(OpPassManager &pm) {
-  pm.addPass(createCanonicalizerPass());
+  // Canonicalization and CSE run on each function on its own, on the
+  // context's threads (nothing they do crosses a function).
+  pm.nestAny().addPass(createCanonicalizerPass());
   // The packed gradient's chain of inserts, which the analysis below takes
   // minutes to prove in place, is written into its buffer directly.
   pm.addNestedPass<func::FuncOp>(createMoEBufferInsertChains());
@@ -93,14 +95,15 @@ void mlir::moe::addBufferizationPasses(OpPassManager &pm) {
   memref::ExpandReallocPassOptions reallocOptions;
   reallocOptions.emitDeallocs = false;
   pm.addPass(memref::createExpandReallocPass(reallocOptions));
-  pm.addPass(createCanonicalizerPass());
+  pm.nestAny().addPass(createCanonicalizerPass());
   pm.addPass(bufferization::createOwnershipBasedBufferDeallocationPass());
-  pm.addPass(createCanonicalizerPass());
+  pm.nestAny().addPass(createCanonicalizerPass());
   pm.addNestedPass<func::FuncOp>(createMoESplitFreshDeallocs());
   pm.addPass(bufferization::createBufferDeallocationSimplificationPass());
   pm.addPass(bufferization::createLowerDeallocationsPass());
-  pm.addPass(createCSEPass());
-  pm.addPass(createCanonicalizerPass());
+  OpPassManager &afterDeallocs = pm.nestAny();
+  afterDeallocs.addPass(createCSEPass());
+  afterDeallocs.addPass(createCanonicalizerPass());
   pm.addPass(createConvertBufferizationToMemRefPass());
   // The deallocs sit at block ends: free each buffer after its last use.
   pm.addNestedPass<func::FuncOp>(createMoEEarlyDealloc());
@@ -147,8 +150,9 @@ void mlir::moe::buildLowerToCPUPipeline(OpPassManager &pm,
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
+  OpPassManager &afterControlFlow = pm.nestAny();
+  afterControlFlow.addPass(createCanonicalizerPass());
+  afterControlFlow.addPass(createCSEPass());
 
   // 6. To the LLVM dialect. exp/log/tanh/... become LLVM intrinsics, which the
   // code generator turns into libm calls that the JIT resolves in the host

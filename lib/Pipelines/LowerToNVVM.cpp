@@ -118,7 +118,7 @@ void mlir::moe::buildLowerToNVVMPipeline(OpPassManager &pm,
   // before returning.
   pm.addPass(createMoEAsyncGPUStream());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
-  pm.addPass(createCanonicalizerPass());
+  pm.nestAny().addPass(createCanonicalizerPass());
   // Expands with several dynamic sizes in one group (a whole model's
   // [B*T, d] -> [B, T, d]) crash upstream's expand-strided-metadata, which
   // the NVVM pipeline runs: rewrite them first, as the CPU pipeline does.
@@ -133,24 +133,34 @@ void mlir::moe::buildLowerToNVVMPipeline(OpPassManager &pm,
   // an argument).
   pm.addPass(createMoESinkIntoGPULaunches());
   pm.addPass(createMoEOutlineGPUKernels());
-  pm.addPass(createConvertVectorToSCFPass());
-  pm.addPass(createSCFToControlFlowPass());
-  pm.addPass(createConvertNVVMToLLVMPass());
+  // Once right after outlining (one module per launch, about half of them
+  // copies of another), so that the lowering below handles each kernel
+  // once; again before the serialization, for modules that the lowering
+  // made equal.
+  pm.addPass(createMoEDedupeGPUModules());
+  // The op-agnostic lowerings run on each host function and each gpu.module
+  // separately, on the context's threads (on the module as a whole they
+  // would run on one; each rewrites inside its function or module only).
+  OpPassManager &eachBeforeLLVM = pm.nestAny();
+  eachBeforeLLVM.addPass(createConvertVectorToSCFPass());
+  eachBeforeLLVM.addPass(createSCFToControlFlowPass());
+  eachBeforeLLVM.addPass(createConvertNVVMToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());
-  pm.addPass(memref::createExpandStridedMetadataPass());
   GpuNVVMAttachTargetOptions targetOptions;
   targetOptions.triple = "nvptx64-nvidia-cuda";
   targetOptions.chip = options.chip;
   targetOptions.features = options.features;
   targetOptions.optLevel = options.optLevel;
   pm.addPass(createGpuNVVMAttachTarget(targetOptions));
-  pm.addPass(createLowerAffinePass());
-  pm.addPass(createArithToLLVMConversionPass());
+  OpPassManager &each = pm.nestAny();
+  each.addPass(memref::createExpandStridedMetadataPass());
+  each.addPass(createLowerAffinePass());
+  each.addPass(createArithToLLVMConversionPass());
   ConvertIndexToLLVMPassOptions indexOptions;
   indexOptions.indexBitwidth = 64;
-  pm.addPass(createConvertIndexToLLVMPass(indexOptions));
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
+  each.addPass(createConvertIndexToLLVMPass(indexOptions));
+  each.addPass(createCanonicalizerPass());
+  each.addPass(createCSEPass());
   ConvertGpuOpsToNVVMOpsOptions kernelOptions;
   kernelOptions.indexBitwidth = 64;
   pm.addNestedPass<gpu::GPUModuleOp>(
@@ -164,7 +174,8 @@ void mlir::moe::buildLowerToNVVMPipeline(OpPassManager &pm,
   binaryOptions.format = options.format;
   pm.addPass(createMoEGPUModulesToBinaries(binaryOptions));
   pm.addPass(createConvertMathToLLVMPass());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
+  OpPassManager &eachHostFunction = pm.nestAny();
+  eachHostFunction.addPass(createCanonicalizerPass());
+  eachHostFunction.addPass(createCSEPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
 }

@@ -131,8 +131,20 @@ void MoEGPUModulesToBinariesPass::runOnOperation() {
 
   SmallVector<gpu::GPUModuleOp> gpuModules(module.getOps<gpu::GPUModuleOp>());
   std::vector<SmallVector<Attribute>> objects(gpuModules.size());
+  // The threads take the modules largest first: one kernel can take
+  // seconds (kimi-tiny's KDA backward tile program, a third of the
+  // serialization), and started last it would run alone at the end. The
+  // binaries keep the modules' places either way.
+  SmallVector<std::pair<int64_t, size_t>> largestFirst;
+  for (auto [index, gpuModule] : llvm::enumerate(gpuModules)) {
+    int64_t ops = 0;
+    gpuModule.walk([&](Operation *) { ++ops; });
+    largestFirst.push_back({-ops, index});
+  }
+  llvm::sort(largestFirst);
   LogicalResult serialized = failableParallelForEachN(
-      &getContext(), 0, gpuModules.size(), [&](size_t index) -> LogicalResult {
+      &getContext(), 0, gpuModules.size(), [&](size_t rank) -> LogicalResult {
+        size_t index = largestFirst[rank].second;
         gpu::GPUModuleOp gpuModule = gpuModules[index];
         ArrayAttr targets = gpuModule.getTargetsAttr();
         if (!targets || targets.empty())

@@ -952,6 +952,9 @@ LogicalResult MoEMapForallToGPUPass::mapForall(IRRewriter &rewriter,
 }
 
 void MoEMapForallToGPUPass::runOnOperation() {
+  // Numbered per function: the pass manager runs a copy of this pass on
+  // each thread, and which functions a copy sees varies from run to run.
+  kernels = 0;
   if (blockSize < 32 || blockSize > 1024 || blockSize % 32) {
     getOperation().emitError("-moe-map-forall-to-gpu: block-size must be a "
                              "multiple of 32 in [32, 1024], got ")
