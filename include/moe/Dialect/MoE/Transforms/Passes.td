@@ -1336,8 +1336,11 @@ def MoEOutlineGPUKernels : Pass<"moe-outline-gpu-kernels", "::mlir::ModuleOp"> {
 def MoEDedupeGPUModules : Pass<"moe-dedupe-gpu-modules", "::mlir::ModuleOp"> {
   let summary = "Keep one gpu.module of each set of identical ones and launch its kernels instead";
   let description = [{
-    Runs after the kernels are outlined and lowered to NVVM, before they
-    are serialized. Kernel outlining makes one `gpu.module` per launch, so
+    `moe-lower-to-nvvm` runs it twice: right after the kernels are
+    outlined, so that their lowering handles each distinct kernel once, and
+    after they are lowered to NVVM, before they are serialized (for
+    modules the lowering made equal). Kernel outlining makes one
+    `gpu.module` per launch, so
     two launches of the same code (the same copy, fill or element-wise
     kernel at the same shapes in several layers' glue, or in the forward
     and the training step) are two modules, each compiled to PTX and each
