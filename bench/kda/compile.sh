@@ -6,7 +6,9 @@
 # moe-lower-to-nvvm into host code plus embedded sm_90 PTX, and compiles the
 # host code to bench/kda/out/kda_forward.o, and once more with the diagonal
 # tiles forced per position (kda_forward_per_position.o) for the
-# dense/per-position ratio. bench/kda/run.sh links them on the GPU machine.
+# dense/per-position ratio, and bench/kda/kda_train.mlir (forward +
+# backward) to kda_train.o. bench/kda/run.sh and run_grad.sh link them on the
+# GPU machine.
 # The kernel is examples/kernels/kda.mlir with its shapes rewritten, so the
 # benchmark runs exactly the example's code.
 set -euo pipefail
@@ -22,3 +24,5 @@ sed -e 's/?x?x4x64x/?x?x16x128x/g' -e 's/?x?x4xf32/?x?x16xf32/g' \
 moe_bench_compile "$out/kda_h16_k128.mlir" "$out/kda_forward.o"
 moe_bench_compile "$out/kda_h16_k128.mlir" "$out/kda_forward_per_position.o" \
   "kda-diagonal=per-position"
+# The forward + backward of bench/kda/bench_grad.py (bench/kda/run_grad.sh).
+moe_bench_compile "$root/bench/kda/kda_train.mlir" "$out/kda_train.o"
