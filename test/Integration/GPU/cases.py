@@ -1634,6 +1634,14 @@ TRAIN_LOSS = Tol(rtol=3e-3, why="training losses of the first steps: the bf16 "
                  "1.9e-3 (B = 4, T = 128) and 6.1e-4, 4.2e-4, 7.8e-4 (B = 2, "
                  "T = 100) for steps 1 to 3, while a wrong gradient moves the "
                  "loss of step 2 by 1e-1 or more")
+# Step 4 (the train-cuda-graph/ case, whose first check is the replay's bit
+# equality with the uncaptured run) has taken three bf16 updates at the peak
+# learning rate: its loss drifts further from the CPU's.
+TRAIN_LOSS_STEP4 = Tol(rtol=6e-3, why="the fourth training step's loss: an H100 "
+                       "gave 2.6e-4, 5.4e-4, 8.3e-4 and 3.2e-3 for steps 1 to 4 "
+                       "(B = 4, T = 128, the CPU reference on an AMD EPYC), "
+                       "while a wrong gradient moves the loss of step 2 by 1e-1 "
+                       "or more")
 TRAIN_GRAD_NORM = Tol(rtol=3e-2, why="the global gradient norm before clipping "
                       "through bf16 tensor-core kernels against the CPU's fp32: "
                       "an H200 gave 7.3e-4, 8.0e-4, 3.7e-4 (B = 4, T = 128) and "
