@@ -181,6 +181,8 @@ def main():
             row["ours_launch_ms"] = ours.last_launch_ms
             row["ours_tflops"] = 3 * kda_flops(T) / (row["ours_ms"] * 1e-3) / 1e12
             del tensors, got
+            print(f"{gate} T={T}: ours {row['ours_ms']:.3f} ms, worst error "
+                  f"{row.get('ours_err_worst', float('nan')):.2e}", flush=True)
 
             if chunk_kda is not None:
                 leaves, tdo = fla_inputs(inputs, do)
