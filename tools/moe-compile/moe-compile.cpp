@@ -19,6 +19,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CallSequences.h"
 #include "CompileCache.h"
 #include "ParallelCodegen.h"
 
@@ -157,12 +158,15 @@ static cl::opt<unsigned> jobs(
     cl::value_desc("N"), cl::init(0), cl::cat(compileCategory));
 static cl::opt<unsigned> hostOptimizeLimit(
     "host-optimize-limit",
-    cl::desc("--target=cuda: host functions of more than N LLVM "
-             "instructions (a step's launch sequence) are compiled without "
-             "optimisation (optnone): they only pack kernel arguments and "
-             "queue launches, and LLVM's -O2 takes time superlinear in a "
-             "function's size (kimi-linear-48b's training step: most of a "
-             "minute). 0 optimises every function"),
+    cl::desc("Host functions of more than N LLVM instructions (a step's "
+             "sequence of kernel launches or kind calls) are compiled "
+             "without optimisation (optnone): they only pass descriptors on, "
+             "and LLVM's -O2 takes time superlinear in a function's size "
+             "(kimi-linear-48b's training step: most of a minute). On the "
+             "CPU their loops are moved to functions of their own first, "
+             "which are optimised, and a function with floating-point "
+             "arithmetic left is optimised whole. 0 optimises every "
+             "function"),
     cl::value_desc("N"), cl::init(20000), cl::cat(compileCategory));
 static cl::opt<bool> showRemarks(
     "remarks",
@@ -750,24 +754,6 @@ static void tuneForGenericCPU(llvm::Module &module) {
       function.addFnAttr("tune-cpu", "generic");
 }
 
-/// Marks the CUDA host functions above --host-optimize-limit instructions
-/// optnone (and noinline, which optnone requires); returns how many.
-static unsigned leaveLaunchSequencesUnoptimised(llvm::Module &module) {
-  if (target != Target::CUDA || hostOptimizeLimit == 0)
-    return 0;
-  unsigned marked = 0;
-  for (llvm::Function &function : module) {
-    if (function.isDeclaration() ||
-        function.getInstructionCount() <= hostOptimizeLimit)
-      continue;
-    function.removeFnAttr(llvm::Attribute::AlwaysInline);
-    function.addFnAttr(llvm::Attribute::NoInline);
-    function.addFnAttr(llvm::Attribute::OptimizeNone);
-    ++marked;
-  }
-  return marked;
-}
-
 /// The TargetMachine for `host` (PIC, so that the object links into a PIE).
 static std::unique_ptr<llvm::TargetMachine>
 createHostTargetMachine(const HostTarget &host) {
@@ -1313,13 +1299,22 @@ static LogicalResult compile(const char *argv0, TimingScope &root,
   // iteration; moe/Pipelines/HoistAllocas.h).
   mlir::moe::hoistConstantAllocasToEntry(*llvmModule);
   tuneForGenericCPU(*llvmModule);
-  unsigned unoptimised = leaveLaunchSequencesUnoptimised(*llvmModule);
+  // The CPU's step and forward keep a few copy loops between their calls;
+  // those move to functions of their own, which are optimised.
+  moe::CallSequenceCounts callSequences = moe::leaveCallSequencesUnoptimised(
+      *llvmModule, hostOptimizeLimit, /*extractLoops=*/target == Target::CPU);
+  unsigned unoptimised = callSequences.unoptimised;
   translateTimer.stop();
   // Said in the LLVM timer's name, so that --timing shows it.
   std::string unoptimisedNote =
-      unoptimised ? ", " + std::to_string(unoptimised) + " launch sequence" +
-                        (unoptimised == 1 ? "" : "s") + " unoptimised"
-                  : "";
+      unoptimised
+          ? ", " + std::to_string(unoptimised) + " call sequence" +
+                (unoptimised == 1 ? "" : "s") + " unoptimised" +
+                (callSequences.loopsExtracted
+                     ? " (" + std::to_string(callSequences.loopsExtracted) +
+                           " loops moved out)"
+                     : "")
+          : "";
 
   if (emit == Emit::LLVM) {
     {
