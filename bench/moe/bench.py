@@ -354,17 +354,15 @@ def check_against_cpu(kernel, case_dir, bf16, y_tol, bias_tol):
     return row
 
 
-def run_peer(args, rng, gemm, large=None):
-    N, d, Fw, E, k = args.peer_n, args.peer_d, args.peer_f, args.peer_e, args.peer_k
-    Fs = args.peer_shared_f
-    dev, bf16 = torch.device("cuda"), torch.bfloat16
-    g = torch.Generator(device=dev)
-    g.manual_seed(1)
-    # Generated on the GPU (large); the same distributions as make_inputs.
+def layer_inputs(N, d, E, Fw, Fs, dev, g):
+    """The peer's layer inputs, drawn on the GPU from generator g (large;
+    the same distributions as make_inputs): x, the router weights (bf16
+    values held in fp32: our kernel takes them as bf16, the peer and the
+    reference read the same values in fp32), the router bias, the routed
+    experts' gate, up and down weights and the shared expert's."""
+    bf16 = torch.bfloat16
     mean = 0.5 * torch.randn(d, device=dev, generator=g)
     x = (torch.randn(N, d, device=dev, generator=g) + mean).to(bf16)
-    # The router weights are bf16 values (our kernel takes them as bf16; the
-    # peer and the reference read the same values in fp32).
     wr = (torch.randn(E, d, device=dev, generator=g) / math.sqrt(d)).to(bf16).float()
     bias = (torch.rand(E, device=dev, generator=g) - 0.5) * 0.1
     wg = (torch.randn(E, d, Fw, device=dev, generator=g) / math.sqrt(d)).to(bf16)
@@ -373,6 +371,16 @@ def run_peer(args, rng, gemm, large=None):
     sg = (torch.randn(d, Fs, device=dev, generator=g) / math.sqrt(d)).to(bf16)
     su = (torch.randn(d, Fs, device=dev, generator=g) / math.sqrt(d)).to(bf16)
     sd = (torch.randn(Fs, d, device=dev, generator=g) / math.sqrt(Fs)).to(bf16)
+    return x, wr, bias, wg, wu, wd, sg, su, sd
+
+
+def run_peer(args, rng, gemm, large=None):
+    N, d, Fw, E, k = args.peer_n, args.peer_d, args.peer_f, args.peer_e, args.peer_k
+    Fs = args.peer_shared_f
+    dev, bf16 = torch.device("cuda"), torch.bfloat16
+    g = torch.Generator(device=dev)
+    g.manual_seed(1)
+    x, wr, bias, wg, wu, wd, sg, su, sd = layer_inputs(N, d, E, Fw, Fs, dev, g)
 
     routed_flops = 2 * N * k * d * Fw * 3
     shared_flops = 2 * N * d * Fs * 3

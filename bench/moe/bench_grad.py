@@ -41,7 +41,6 @@
 import argparse
 import ctypes
 import json
-import math
 import os
 import sys
 import time
@@ -56,7 +55,8 @@ sys.path.insert(0, HERE)
 from common import (  # noqa: E402  (bench/common.py)
     MEMREF, CompiledKernel, copy_bandwidth, cuda_time, gemm_ceiling, graph_time,
     result_tensor, tensor_descriptor)
-from bench import RSF, TorchMoE, max_vio, reference as routing_reference  # noqa: E402
+from bench import (  # noqa: E402
+    RSF, TorchMoE, layer_inputs, max_vio, reference as routing_reference)
 
 # The compiled shape (moe_ffn_train.mlir); only N is dynamic.
 D, E, TOPK, FW, SHARED_W = 2048, 64, 8, 1024, 1024
@@ -415,16 +415,7 @@ def make_inputs(N, dev):
     bf16 = torch.bfloat16
     g = torch.Generator(device=dev)
     g.manual_seed(1)
-    mean = 0.5 * torch.randn(D, device=dev, generator=g)
-    x = (torch.randn(N, D, device=dev, generator=g) + mean).to(bf16)
-    wr = (torch.randn(E, D, device=dev, generator=g) / math.sqrt(D)).to(bf16).float()
-    bias = (torch.rand(E, device=dev, generator=g) - 0.5) * 0.1
-    wg = (torch.randn(E, D, FW, device=dev, generator=g) / math.sqrt(D)).to(bf16)
-    wu = (torch.randn(E, D, FW, device=dev, generator=g) / math.sqrt(D)).to(bf16)
-    wd = (torch.randn(E, FW, D, device=dev, generator=g) / math.sqrt(FW)).to(bf16)
-    sg = (torch.randn(D, SHARED_W, device=dev, generator=g) / math.sqrt(D)).to(bf16)
-    su = (torch.randn(D, SHARED_W, device=dev, generator=g) / math.sqrt(D)).to(bf16)
-    sd = (torch.randn(SHARED_W, D, device=dev, generator=g) / math.sqrt(SHARED_W)).to(bf16)
+    x, wr, bias, wg, wu, wd, sg, su, sd = layer_inputs(N, D, E, FW, SHARED_W, dev, g)
     dy = torch.randn(N, D, device=dev, generator=g).to(bf16)
     p = {"x": x, "wr": wr, "bias": bias, "wg": wg, "wu": wu, "wd": wd,
          "sg": sg, "su": su, "sd": sd}
