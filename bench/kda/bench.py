@@ -101,6 +101,17 @@ def load_fla(path):
     return chunk_kda
 
 
+def try_load_fla(path):
+    """(chunk_kda, None), or (None, why) when fla cannot be imported: the
+    benchmark goes on without the peer and says why."""
+    try:
+        return load_fla(path), None
+    except Exception as e:  # reported, not hidden
+        error = f"{type(e).__name__}: {e}"
+        print("flash-linear-attention unavailable:", error, flush=True)
+        return None, error
+
+
 def kda_flops(T):
     # ALGORITHMS.md 1.4: 6 T K^2 + 3 T C K + T C^2 per head (K = V, C = 64).
     return H * (6 * T * K * K + 3 * T * 64 * K + T * 64 * 64)
@@ -131,12 +142,7 @@ def main():
     # The example's softplus gate: never proven, so per-position diagonal
     # tiles; checked (not timed) up to --softplus-max-t.
     ours_softplus = OurKernel(args.lib, args.adapter, "kda_forward_softplus")
-    try:
-        chunk_kda = load_fla(args.fla)
-        fla_error = None
-    except Exception as e:  # reported, not hidden
-        chunk_kda, fla_error = None, f"{type(e).__name__}: {e}"
-        print("flash-linear-attention unavailable:", fla_error, flush=True)
+    chunk_kda, fla_error = try_load_fla(args.fla)
 
     rows = []
     for T in [int(t) for t in args.lengths.split(",")]:

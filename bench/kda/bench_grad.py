@@ -37,7 +37,7 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from common import (  # noqa: E402  (bench/common.py)
     MEMREF, CompiledKernel, copy_bandwidth, gemm_ceiling, graph_time, read_result, rel_error)
-from bench import H, K, V, G_MIN, kda_flops, load_fla  # noqa: E402  (bench/kda/bench.py)
+from bench import H, K, V, G_MIN, kda_flops, try_load_fla  # noqa: E402  (bench/kda/bench.py)
 
 ITERS = 10
 NAMES = ("o", "dq", "dk", "dv", "dz", "dbeta", "dA_log", "ddt_bias")
@@ -145,12 +145,7 @@ def main():
     gemm, _ = gemm_ceiling()
     bandwidth = copy_bandwidth()
     print(f"ceilings: bf16 GEMM {gemm:.0f} TFLOP/s, copy {bandwidth:.2f} TB/s", flush=True)
-    try:
-        chunk_kda = load_fla(args.fla)
-        fla_error = None
-    except Exception as e:  # reported, not hidden
-        chunk_kda, fla_error = None, f"{type(e).__name__}: {e}"
-        print("flash-linear-attention unavailable:", fla_error, flush=True)
+    chunk_kda, fla_error = try_load_fla(args.fla)
 
     rows = []
     for gate in args.gates.split(","):

@@ -64,7 +64,7 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from common import (  # noqa: E402  (bench/common.py)
     MEMREF, CompiledKernel, copy_bandwidth, gemm_ceiling, graph_time, result_tensor)
-from bench import DQK, DV, H, sdpa_backends  # noqa: E402  (bench/mla/bench.py)
+from bench import DQK, DV, H, sdpa_variants  # noqa: E402  (bench/mla/bench.py)
 
 GRADS = ("dq", "dk", "dv", "dgate")
 CHECKED = ("y",) + GRADS
@@ -341,30 +341,26 @@ def main():
         q, k, v, gate, dy = x16
         del x32
         peer = {}
-        for name, ctx in sdpa_backends():
-            for pad_v in (False, True):
-                if pad_v and name != "flash_attention":
-                    continue
-                key = name + ("_pad_v" if pad_v else "")
-                entry = {}
-                try:
-                    forward, train = peer_calls(q, k, v, gate, dy, ctx, pad_v)
-                    outs = train()
-                    torch.cuda.synchronize()
-                    if ref16 is not None:
-                        record_errors(entry, "sdpa", dict(zip(CHECKED, (o.detach() for o in outs))),
-                                      ref16)
-                        entry = {kk[len("sdpa_"):]: vv for kk, vv in entry.items()}
-                    del outs
-                    entry["fwd_ms"], entry["fwd_timing"] = graph_time(forward, args.peer_iters)
-                    entry["ms"], entry["timing"] = graph_time(train, args.peer_iters)
-                    entry["bwd_ms"] = entry["ms"] - entry["fwd_ms"]
-                    entry["tflops"] = total_flops / (entry["ms"] * 1e-3) / 1e12
-                    entry["over_gemm_ceiling"] = entry["tflops"] / gemm
-                except Exception as e:  # a backend that refuses is reported, not hidden
-                    entry = {"error": short(e)}
+        for key, ctx, pad_v in sdpa_variants():
+            entry = {}
+            try:
+                forward, train = peer_calls(q, k, v, gate, dy, ctx, pad_v)
+                outs = train()
                 torch.cuda.synchronize()
-                peer[key] = entry
+                if ref16 is not None:
+                    record_errors(entry, "sdpa", dict(zip(CHECKED, (o.detach() for o in outs))),
+                                  ref16)
+                    entry = {kk[len("sdpa_"):]: vv for kk, vv in entry.items()}
+                del outs
+                entry["fwd_ms"], entry["fwd_timing"] = graph_time(forward, args.peer_iters)
+                entry["ms"], entry["timing"] = graph_time(train, args.peer_iters)
+                entry["bwd_ms"] = entry["ms"] - entry["fwd_ms"]
+                entry["tflops"] = total_flops / (entry["ms"] * 1e-3) / 1e12
+                entry["over_gemm_ceiling"] = entry["tflops"] / gemm
+            except Exception as e:  # a backend that refuses is reported, not hidden
+                entry = {"error": short(e)}
+            torch.cuda.synchronize()
+            peer[key] = entry
         row["peer"] = peer
         del ref16, q, k, v, gate, dy, x16
         torch.cuda.empty_cache()
