@@ -1018,8 +1018,20 @@ void MoEMapForallToGPUPass::runOnOperation() {
     }
     return WalkResult::advance();
   });
+  // Between two identity layouts of one type the copy is one contiguous
+  // run: a memcpy on the stream (upstream's lowering reads both aligned
+  // pointers and no offsets, which such layouts do not have).
   for (memref::CopyOp copy : copies) {
     rewriter.setInsertionPoint(copy);
+    auto sourceType = cast<MemRefType>(copy.getSource().getType());
+    auto targetType = cast<MemRefType>(copy.getTarget().getType());
+    if (sourceType == targetType && sourceType.getLayout().isIdentity()) {
+      gpu::MemcpyOp::create(rewriter, copy.getLoc(), /*asyncToken=*/Type(),
+                            /*asyncDependencies=*/ValueRange(),
+                            copy.getTarget(), copy.getSource());
+      rewriter.eraseOp(copy);
+      continue;
+    }
     rewriter.replaceOpWithNewOp<linalg::CopyOp>(copy, copy.getSource(),
                                                 copy.getTarget());
   }

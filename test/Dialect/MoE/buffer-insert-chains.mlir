@@ -2,19 +2,26 @@
 // RUN: moe-opt %s --split-input-file --moe-buffer-insert-chains | FileCheck %s --check-prefix=DEFAULT
 // RUN: moe-opt %s --split-input-file --moe-buffer-insert-chains=min-links=3 --one-shot-bufferize="bufferize-function-boundaries allow-return-allocs-from-loops" | FileCheck %s --check-prefix=BUFFERS
 
-// A chain into a filled tensor (the packed gradient's form): one buffer,
-// filled, each source written into its box in the links' order, read back
-// once; the fill and its empty tensor go.
+// A chain into a filled tensor (the packed gradient's form): one buffer of
+// bytes, seen whole through a view at shift 0 and filled; each source
+// written, in the links' order, into a view of its contiguous run (an
+// identity layout, whose shift is in the pointer); read back once; the fill
+// and its empty tensor go.
 // CHECK-LABEL: func.func @filled_root
 // CHECK-SAME:    (%[[A:.*]]: tensor<4xf32>, %[[B:.*]]: tensor<2xf32>, %[[C:.*]]: tensor<4xf32>)
 // CHECK:         %[[ZERO:.*]] = arith.constant 0.0
-// CHECK-NEXT:    %[[BUF:.*]] = memref.alloc() {alignment = 64 : i64} : memref<16xf32>
+// CHECK-NEXT:    %[[BYTES:.*]] = memref.alloc() {alignment = 64 : i64} : memref<64xi8>
+// CHECK-NEXT:    %[[S0:.*]] = arith.constant 0 : index
+// CHECK-NEXT:    %[[BUF:.*]] = memref.view %[[BYTES]][%[[S0]]][] : memref<64xi8> to memref<16xf32>
 // CHECK-NEXT:    linalg.fill ins(%[[ZERO]] : f32) outs(%[[BUF]] : memref<16xf32>)
-// CHECK-NEXT:    %[[V0:.*]] = memref.subview %[[BUF]][0] [4] [1]
-// CHECK-NEXT:    bufferization.materialize_in_destination %[[A]] in writable %[[V0]]
-// CHECK-NEXT:    %[[V1:.*]] = memref.subview %[[BUF]][6] [2] [1]
+// CHECK-NEXT:    %[[SA:.*]] = arith.constant 0 : index
+// CHECK-NEXT:    %[[V0:.*]] = memref.view %[[BYTES]][%[[SA]]][] : memref<64xi8> to memref<4xf32>
+// CHECK-NEXT:    bufferization.materialize_in_destination %[[A]] in writable %[[V0]] : (tensor<4xf32>, memref<4xf32>)
+// CHECK-NEXT:    %[[SB:.*]] = arith.constant 24 : index
+// CHECK-NEXT:    %[[V1:.*]] = memref.view %[[BYTES]][%[[SB]]][] : memref<64xi8> to memref<2xf32>
 // CHECK-NEXT:    bufferization.materialize_in_destination %[[B]] in writable %[[V1]]
-// CHECK-NEXT:    %[[V2:.*]] = memref.subview %[[BUF]][12] [4] [1]
+// CHECK-NEXT:    %[[SC:.*]] = arith.constant 48 : index
+// CHECK-NEXT:    %[[V2:.*]] = memref.view %[[BYTES]][%[[SC]]][] : memref<64xi8> to memref<4xf32>
 // CHECK-NEXT:    bufferization.materialize_in_destination %[[C]] in writable %[[V2]]
 // CHECK-NEXT:    %[[T:.*]] = bufferization.to_tensor %[[BUF]] restrict writable : memref<16xf32> to tensor<16xf32>
 // CHECK-NEXT:    return %[[T]]
@@ -22,11 +29,12 @@
 // DEFAULT-LABEL: func.func @filled_root
 // DEFAULT-COUNT-3: tensor.insert_slice
 // DEFAULT-NOT:     memref.alloc
-// Bufferized: the one buffer, three copies into its views, no other alloc.
+// Bufferized: the one buffer, three copies into its views (identity
+// layouts), no other alloc.
 // BUFFERS-LABEL: func.func @filled_root
-// BUFFERS:         memref.alloc() {alignment = 64 : i64} : memref<16xf32>
+// BUFFERS:         memref.alloc() {alignment = 64 : i64} : memref<64xi8>
 // BUFFERS-NOT:     memref.alloc
-// BUFFERS-COUNT-3: memref.copy
+// BUFFERS-COUNT-3: memref.copy %{{.*}}, %{{.*}} : memref<{{.*}}> to memref<{{[0-9]+}}xf32>{{$}}
 // BUFFERS-NOT:     memref.alloc
 // BUFFERS:         return
 func.func @filled_root(%a: tensor<4xf32>, %b: tensor<2xf32>, %c: tensor<4xf32>) -> tensor<16xf32> {
@@ -89,7 +97,8 @@ func.func @read_in_the_middle(%a: tensor<4xf32>) -> (tensor<16xf32>, tensor<4xf3
 // it. The fill, which a second chain starts from, stays for that chain.
 // CHECK-LABEL: func.func @long_prefix
 // CHECK:         %[[Z:.*]] = linalg.fill
-// CHECK:         %[[BUF:.*]] = memref.alloc() {alignment = 64 : i64} : memref<16xf32>
+// CHECK:         %[[BYTES:.*]] = memref.alloc() {alignment = 64 : i64} : memref<64xi8>
+// CHECK:         %[[BUF:.*]] = memref.view %[[BYTES]]
 // CHECK-COUNT-3: bufferization.materialize_in_destination
 // CHECK:         %[[T:.*]] = bufferization.to_tensor %[[BUF]]
 // CHECK-NEXT:    %[[R:.*]] = tensor.extract_slice %[[T]][2] [4] [1]
@@ -140,4 +149,28 @@ func.func @left_alone(%a: tensor<4xf32>, %row: tensor<8xf32>, %d: tensor<4x8xf32
   %8 = tensor.insert_slice %r0 into %7[2, 0] [1, 8] [1, 1] : tensor<1x8xf32> into tensor<4x8xf32>
   %9 = tensor.insert_slice %r0 into %8[3, 0] [1, 8] [1, 1] : tensor<1x8xf32> into tensor<4x8xf32>
   return %6, %5, %9 : tensor<4x8xf32>, tensor<16xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// A static 2-D root: boxes that are one contiguous run of its rows (whole
+// rows; part of one row) get byte views at the run's shift; a box of part
+// of two rows, or with a stride, gets a subview of the whole view.
+// CHECK-LABEL: func.func @runs_and_boxes
+// CHECK:         %[[BYTES:.*]] = memref.alloc() {alignment = 64 : i64} : memref<128xi8>
+// CHECK:         %[[BUF:.*]] = memref.view %[[BYTES]][%{{.*}}][] : memref<128xi8> to memref<4x8xf32>
+// CHECK:         %[[S1:.*]] = arith.constant 32 : index
+// CHECK-NEXT:    memref.view %[[BYTES]][%[[S1]]][] : memref<128xi8> to memref<2x8xf32>
+// CHECK:         %[[S2:.*]] = arith.constant 108 : index
+// CHECK-NEXT:    memref.view %[[BYTES]][%[[S2]]][] : memref<128xi8> to memref<1x5xf32>
+// CHECK:         memref.subview %[[BUF]][0, 0] [2, 4] [1, 1] : memref<4x8xf32> to memref<2x4xf32, strided<[8, 1]>>
+// CHECK:         memref.subview %[[BUF]][0, 0] [1, 4] [1, 2] : memref<4x8xf32> to memref<1x4xf32, strided<[8, 2]>>
+// CHECK:         bufferization.to_tensor %[[BUF]] restrict writable : memref<4x8xf32> to tensor<4x8xf32>
+func.func @runs_and_boxes(%rows: tensor<2x8xf32>, %part: tensor<1x5xf32>, %box: tensor<2x4xf32>, %strided: tensor<1x4xf32>) -> tensor<4x8xf32> {
+  %e = tensor.empty() : tensor<4x8xf32>
+  %0 = tensor.insert_slice %rows into %e[1, 0] [2, 8] [1, 1] : tensor<2x8xf32> into tensor<4x8xf32>
+  %1 = tensor.insert_slice %part into %0[3, 3] [1, 5] [1, 1] : tensor<1x5xf32> into tensor<4x8xf32>
+  %2 = tensor.insert_slice %box into %1[0, 0] [2, 4] [1, 1] : tensor<2x4xf32> into tensor<4x8xf32>
+  %3 = tensor.insert_slice %strided into %2[0, 0] [1, 4] [1, 2] : tensor<1x4xf32> into tensor<4x8xf32>
+  return %3 : tensor<4x8xf32>
 }

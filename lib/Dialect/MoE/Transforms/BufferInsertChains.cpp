@@ -6,12 +6,18 @@
 // into a fresh tensor (the training step's packed gradient, one link per
 // parameter) becomes writes into one memref.alloc, read back by one
 // bufferization.to_tensor. One-Shot Bufferize's conflict analysis of the
-// chain grows with a high power of its length; the writes need none.
+// chain grows with a high power of its length; the writes need none. A
+// buffer of static shape is allocated as bytes, so that each link writing
+// one contiguous run gets a plain (identity-layout) memref.view: a copy
+// into it is then one memcpy, on the GPU too (upstream's gpu.memcpy
+// lowering drops a destination's offset, but a view's shift is in its
+// pointer).
 //
 //===----------------------------------------------------------------------===//
 
 #include "moe/Dialect/MoE/Transforms/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -89,6 +95,31 @@ static InsertChain collectChain(tensor::InsertSliceOp first, ChainRoot root) {
   return chain;
 }
 
+/// The first element `link` writes, in row-major order of `type`, when it
+/// writes one contiguous run of it: static offsets and sizes, unit
+/// strides, a box that spans whole rows of every dimension after its first
+/// one of more than one element.
+static std::optional<int64_t> contiguousRunStart(tensor::InsertSliceOp link,
+                                                 RankedTensorType type) {
+  ArrayRef<int64_t> offsets = link.getStaticOffsets();
+  ArrayRef<int64_t> sizes = link.getStaticSizes();
+  if (!link.hasUnitStride() || ShapedType::isDynamicShape(sizes) ||
+      llvm::any_of(offsets, ShapedType::isDynamic) ||
+      !link.getSourceType().hasStaticShape())
+    return std::nullopt;
+  ArrayRef<int64_t> shape = type.getShape();
+  bool spanning = false;
+  int64_t start = 0;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (spanning && (offsets[i] != 0 || sizes[i] != shape[i]))
+      return std::nullopt;
+    if (sizes[i] != 1)
+      spanning = true;
+    start = start * shape[i] + offsets[i];
+  }
+  return start;
+}
+
 /// Replaces `chain` by writes into one buffer.
 static void bufferChain(InsertChain &chain, RewriterBase &rewriter) {
   tensor::InsertSliceOp first = chain.links.front();
@@ -98,18 +129,46 @@ static void bufferChain(InsertChain &chain, RewriterBase &rewriter) {
       chain.root.fillValue ? first.getDest().getDefiningOp() : nullptr;
   rewriter.setInsertionPoint(first);
   auto bufferType = MemRefType::get(type.getShape(), type.getElementType());
-  // Aligned as One-Shot Bufferize aligns the buffers it allocates.
-  Value buffer = memref::AllocOp::create(rewriter, loc, bufferType,
-                                         chain.root.empty.getDynamicSizes(),
-                                         rewriter.getI64IntegerAttr(64));
+  // Aligned as One-Shot Bufferize aligns the buffers it allocates. A static
+  // buffer of whole bytes is allocated as bytes and seen through views.
+  unsigned bits = type.getElementTypeBitWidth();
+  bool asBytes = type.hasStaticShape() && bits % 8 == 0 && bits > 0 &&
+                 type.getElementType().isIntOrFloat();
+  int64_t elementBytes = bits / 8;
+  Value bytes;
+  auto viewOfBytes = [&](Location at, int64_t shift,
+                         MemRefType viewType) -> Value {
+    Value offset = arith::ConstantIndexOp::create(rewriter, at, shift);
+    return memref::ViewOp::create(rewriter, at, viewType, bytes, offset,
+                                  ValueRange{});
+  };
+  Value buffer;
+  if (asBytes) {
+    auto byteType = MemRefType::get({type.getNumElements() * elementBytes},
+                                    rewriter.getI8Type());
+    bytes = memref::AllocOp::create(rewriter, loc, byteType,
+                                    rewriter.getI64IntegerAttr(64));
+    buffer = viewOfBytes(loc, 0, bufferType);
+  } else {
+    buffer = memref::AllocOp::create(rewriter, loc, bufferType,
+                                     chain.root.empty.getDynamicSizes(),
+                                     rewriter.getI64IntegerAttr(64));
+  }
   if (chain.root.fillValue)
     linalg::FillOp::create(rewriter, loc, ValueRange{chain.root.fillValue},
                            ValueRange{buffer});
   for (tensor::InsertSliceOp link : chain.links) {
     rewriter.setInsertionPoint(link);
-    Value view = memref::SubViewOp::create(
-        rewriter, link.getLoc(), buffer, link.getMixedOffsets(),
-        link.getMixedSizes(), link.getMixedStrides());
+    std::optional<int64_t> run =
+        asBytes ? contiguousRunStart(link, type) : std::nullopt;
+    Value view =
+        run ? viewOfBytes(link.getLoc(), *run * elementBytes,
+                          MemRefType::get(link.getSourceType().getShape(),
+                                          type.getElementType()))
+            : memref::SubViewOp::create(
+                  rewriter, link.getLoc(), buffer, link.getMixedOffsets(),
+                  link.getMixedSizes(), link.getMixedStrides())
+                  .getResult();
     auto write = bufferization::MaterializeInDestinationOp::create(
         rewriter, link.getLoc(), link.getSource(), view);
     write.setWritable(true);

@@ -1229,6 +1229,18 @@ def MoEBufferInsertChains
     replaces the chain's value. The writes are the ones the in-place chain
     would have done; the analysis no longer has to prove them in place.
 
+    When the root's shape is static (and its elements whole bytes), the
+    buffer is allocated as bytes (`memref<Nxi8>`) and seen through a
+    `memref.view` at shift 0; a link that writes one contiguous run of it
+    (static offsets and sizes, unit strides, a box spanning whole rows of
+    every dimension after its first one of more than one element) writes
+    into a `memref.view` at the run's byte shift instead of a subview. The
+    view has an identity layout, so a copy into it is one memcpy: on the
+    GPU, `-moe-map-forall-to-gpu` makes it a `gpu.memcpy` (upstream's
+    lowering of `gpu.memcpy` ignores a destination's offset, but a view's
+    shift is in its pointer) instead of a kernel per offset. Other links
+    keep a `memref.subview` of the whole view.
+
     A link ends the chain before it when its source's rank differs from the
     destination's (a rank-reducing insert) or when its destination carries
     an encoding. Chains inside loops and other regions are left alone.
@@ -1238,6 +1250,7 @@ def MoEBufferInsertChains
            "The shortest chain that is rewritten">,
   ];
   let dependentDialects = [
+    "::mlir::arith::ArithDialect",
     "::mlir::bufferization::BufferizationDialect",
     "::mlir::linalg::LinalgDialect",
     "::mlir::memref::MemRefDialect",
@@ -1561,6 +1574,14 @@ def MoEMapForallToGPU : Pass<"moe-map-forall-to-gpu", "::mlir::func::FuncOp"> {
       fp32. Otherwise (and with `fp32`) it is spread over threads like any
       other structured op.
 
+    * **Host copies** between the program's buffers (not from the
+      caller's memory, which stays a host copy) run on the GPU: one
+      between two memrefs of the same type with identity layouts is one
+      `gpu.memcpy` (the byte views of `-moe-buffer-insert-chains` are such
+      destinations: the training step's gradients go into its packed
+      buffer without a kernel each); any other becomes a `linalg.copy`,
+      mapped like the host's other structured ops.
+
     A tile program with a buffer of dynamic shape keeps one thread per
     block and its buffers on the device heap (correct but slow). A forall
     whose body holds another `scf.forall` is rejected with an error.
@@ -1612,6 +1633,7 @@ def MoEMapForallToGPU : Pass<"moe-map-forall-to-gpu", "::mlir::func::FuncOp"> {
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::gpu::GPUDialect",
+    "::mlir::linalg::LinalgDialect",
     "::mlir::LLVM::LLVMDialect",
     "::mlir::memref::MemRefDialect",
     "::mlir::NVVM::NVVMDialect",
