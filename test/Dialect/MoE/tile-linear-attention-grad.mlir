@@ -4,11 +4,13 @@
 
 // The backward of -moe-tile-linear-attention (moe.kda_grad, ALGORITHMS.md
 // section 1.7) in three stages: every chunk on its own from a zero state
-// (the WY factors, the decayed keys and queries, Aqk and the chunk's decay);
+// (the WY factors, the decayed keys and queries, Aqk, the chunk's decay and
+// M = (I + L)^-1);
 // per (batch, head, value tile) a sequential forward sweep over the chunk
 // states that stores each chunk's incoming state, then a reverse sweep that
 // stores each chunk's outgoing state adjoint; and every chunk again, from
-// its stored state and with its state adjoint, for the gradients. Only the
+// its stored state and with its state adjoint, for the gradients, reading M
+// back instead of repeating its forward substitution. Only the
 // middle stage is sequential, and it carries states, not chunks. The
 // diagonal path is decided exactly as for moe.kda.
 
@@ -18,10 +20,10 @@
 
 // CHECK-LABEL: func.func @bounded
 // CHECK: moe.decay_gate
-// CHECK: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}}, 2, %[[N:[0-9a-z_]+]]) shared_outs({{.*}}) -> (tensor<?x?x2x8xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>)
+// CHECK: %[[LOCAL:.*]]:7 = scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}}, 2, %[[N:[0-9a-z_]+]]) shared_outs({{.*}}) -> (tensor<?x?x2x8xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>)
 // CHECK-NOT: scf.if
 // CHECK: scf.forall.in_parallel
-// CHECK-COUNT-6: tensor.parallel_insert_slice
+// CHECK-COUNT-7: tensor.parallel_insert_slice
 // The sweeps: one value tile of 4 columns (V = 4).
 // CHECK: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}}, 2, 1) shared_outs({{.*}}) -> (tensor<?x2x?x8x4xf32>, tensor<?x2x?x8x4xf32>, tensor<?x2x8x4xf32>)
 // CHECK: scf.for %[[C:[0-9a-z_]+]] = %{{.*}} to %[[N]] step %{{.*}} iter_args(%{{.*}} = %{{.*}}, %[[STARTS:[0-9a-z_]+]] = %{{.*}}) -> (tensor<8x4xf32>, tensor<?x8x4xf32>)
@@ -33,9 +35,14 @@
 // CHECK-NOT: scf.for
 // CHECK: scf.forall.in_parallel
 // CHECK-COUNT-3: tensor.parallel_insert_slice
-// The gradients, chunk-parallel again.
+// The gradients, chunk-parallel again, with the chunk's M read from the
+// first stage (no forward substitution loop).
 // CHECK: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}}, 2, %[[N]]) shared_outs({{.*}}) -> (tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2xf32>)
 // CHECK-NOT: scf.if
+// CHECK-NOT: scf.for
+// CHECK: tensor.extract_slice %[[LOCAL]]#6[
+// CHECK-NOT: scf.if
+// CHECK-NOT: scf.for
 // CHECK: scf.forall.in_parallel
 // CHECK-COUNT-5: tensor.parallel_insert_slice
 // CHECK: return

@@ -123,9 +123,10 @@ private:
   /// The exact run-time guard of section 2.4 for one tile (an i1).
   Value guardCondition(Value gamma, Value g);
 
-  /// One chunk's forward quantities.
+  /// One chunk's forward quantities; M = (I + L)^-1 is `inverse` when
+  /// given (computed for the chunk before), else solved here.
   ChunkForward chunkForward(Value q, Value k, Value v, Value g, Value beta,
-                            Value state);
+                            Value state, Value inverse = Value());
   /// O = (Q exp(Gamma)) S + Aqk Vn, `[C, V]`.
   Value chunkOutput(const ChunkForward &f);
   /// S' = exp(Gamma_last) S + (K exp(Gamma_last - Gamma))^T Vn.

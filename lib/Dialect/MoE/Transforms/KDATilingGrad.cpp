@@ -358,10 +358,11 @@ SmallVector<Value> KDATiler::buildGrad(KDAGradOp op) {
   //   S'  = Diag(exp(G_last)) S + Kd^T (U - W S)
   //   dS  = (Q exp(G))^T dO + Diag(exp(G_last)) dS' - W^T (Aqk^T dO + Kd dS')
   // So (1) every chunk's W, U, Kd, Q exp(G), Aqk and exp(G_last) are built
-  // in parallel; (2) per (batch, head, column block of V) a forward sweep
-  // stores the state at each chunk start and a reverse sweep the adjoint at
-  // each chunk end (columns of S are independent in both); (3) every chunk's
-  // gradients are built in parallel from its two stored boundary values.
+  // in parallel (and M = (I + L)^-1, which (3) reads back); (2) per (batch,
+  // head, column block of V) a forward sweep stores the state at each chunk
+  // start and a reverse sweep the adjoint at each chunk end (columns of S are
+  // independent in both); (3) every chunk's gradients are built in parallel
+  // from its two stored boundary values.
 
   // (1) The chunk-local quantities of the sweeps.
   SmallVector<Value> localInits = {
@@ -370,7 +371,8 @@ SmallVector<Value> KDATiler::buildGrad(KDAGradOp op) {
       empty({batch, padded, heads, attr(keyDim)}),
       empty({batch, padded, heads, attr(keyDim)}),
       empty({batch, padded, heads, attr(chunk)}),
-      empty({batch, numChunks, heads, attr(keyDim)})};
+      empty({batch, numChunks, heads, attr(keyDim)}),
+      empty({batch, padded, heads, attr(chunk)})};
   // A forall over (batch, head, chunk) with the builder inside its body.
   struct ChunkLoop {
     scf::ForallOp op;
@@ -414,10 +416,12 @@ SmallVector<Value> KDATiler::buildGrad(KDAGradOp op) {
         b, lastDecay, outs[5], ArrayRef<OpFoldResult>{bi, c, hi, attr(0)},
         ArrayRef<OpFoldResult>{attr(1), attr(1), attr(1), attr(keyDim)},
         ArrayRef<OpFoldResult>{attr(1), attr(1), attr(1), attr(1)});
+    writeRows(b, loc, f.m, outs[6], bi, start, hi);
   }
   Value wAll = local.getResult(0), uAll = local.getResult(1),
         kdAll = local.getResult(2), qdAll = local.getResult(3),
-        aqkAll = local.getResult(4), lastAll = local.getResult(5);
+        aqkAll = local.getResult(4), lastAll = local.getResult(5),
+        inverseAll = local.getResult(6);
 
   // (2) The sweeps, per column block of the state: 16 columns, so that
   // kimi-tiny's B = 16, H = 4, V = 64 gives 256 blocks (32 gave 128 on 132
@@ -568,9 +572,11 @@ SmallVector<Value> KDATiler::buildGrad(KDAGradOp op) {
                                  attr(valueDim)},
           ArrayRef<OpFoldResult>{attr(1), attr(1), attr(1), attr(1), attr(1)});
     };
-    ChunkForward f = chunkForward(
-        slice(q, keyDim), slice(k, keyDim), slice(v, valueDim),
-        slice(g, keyDim), slice(beta, 0), boundary(sweeps.getResult(0)));
+    // M from stage (1): the chunk's forward substitution is not repeated.
+    ChunkForward f =
+        chunkForward(slice(q, keyDim), slice(k, keyDim), slice(v, valueDim),
+                     slice(g, keyDim), slice(beta, 0),
+                     boundary(sweeps.getResult(0)), slice(inverseAll, chunk));
     ChunkGradients d =
         chunkBackward(f, slice(dOut, valueDim), boundary(sweeps.getResult(1)));
     b.setInsertionPointToEnd(forall.getTerminator().getBody());

@@ -328,7 +328,7 @@ std::pair<Value, Value> KDATiler::diagonalGuarded(Value q, Value k, Value gamma,
 //===----------------------------------------------------------------------===//
 
 ChunkForward KDATiler::chunkForward(Value q, Value k, Value v, Value g,
-                                    Value beta, Value state) {
+                                    Value beta, Value state, Value inverse) {
   ChunkForward f;
   // Q = s q; Gamma = in-chunk inclusive cumsum of g, as Tril(1) . g.
   f.q = scaled(q, config.scale);
@@ -388,37 +388,45 @@ ChunkForward KDATiler::chunkForward(Value q, Value k, Value v, Value g,
 
   // M = (I + L)^-1 by forward substitution: row i = e_i - L[i, :] M, which
   // only reads the finished rows m < i (L is strictly lower triangular).
+  // Its 64 dependent steps are the longest chain of a chunk: a caller that
+  // has M already passes it.
   Value l = f.l;
-  Value mInit = tb.filled({attr(chunk), attr(chunk)}, f32(), 0.0);
-  auto substitution = scf::ForOp::create(
-      b, b.getLoc(), idx(0), idx(chunk), idx(1), ValueRange{mInit},
-      [&](OpBuilder &nested, Location loc, Value i, ValueRange args) {
-        ImplicitLocOpBuilder nb(loc, nested);
-        Value lRow = tensor::ExtractSliceOp::create(
-            nb, l, ArrayRef<OpFoldResult>{i, nb.getIndexAttr(0)},
-            ArrayRef<OpFoldResult>{nb.getIndexAttr(1), nb.getIndexAttr(chunk)},
-            ArrayRef<OpFoldResult>{nb.getIndexAttr(1), nb.getIndexAttr(1)});
-        TensorBuilder ntb(nb);
-        Value product = ntb.matmul(lRow, args[0]);
-        Value row = ntb.map(
-            product, nb.getF32Type(),
-            [&](OpBuilder &body, Location bodyLoc, ValueRange vals) -> Value {
-              Value col = linalg::IndexOp::create(body, bodyLoc, 1);
-              Value diagonal = arith::CmpIOp::create(
-                  body, bodyLoc, arith::CmpIPredicate::eq, col, i);
-              Value unit = arith::SelectOp::create(
-                  body, bodyLoc, diagonal,
-                  floatConstant(body, bodyLoc, body.getF32Type(), 1),
-                  floatConstant(body, bodyLoc, body.getF32Type(), 0));
-              return arith::SubFOp::create(body, bodyLoc, unit, vals[0]);
-            });
-        Value updated = tensor::InsertSliceOp::create(
-            nb, row, args[0], ArrayRef<OpFoldResult>{i, nb.getIndexAttr(0)},
-            ArrayRef<OpFoldResult>{nb.getIndexAttr(1), nb.getIndexAttr(chunk)},
-            ArrayRef<OpFoldResult>{nb.getIndexAttr(1), nb.getIndexAttr(1)});
-        scf::YieldOp::create(nb, ValueRange{updated});
-      });
-  f.m = substitution.getResult(0);
+  if (inverse) {
+    f.m = inverse;
+  } else {
+    Value mInit = tb.filled({attr(chunk), attr(chunk)}, f32(), 0.0);
+    auto substitution = scf::ForOp::create(
+        b, b.getLoc(), idx(0), idx(chunk), idx(1), ValueRange{mInit},
+        [&](OpBuilder &nested, Location loc, Value i, ValueRange args) {
+          ImplicitLocOpBuilder nb(loc, nested);
+          Value lRow = tensor::ExtractSliceOp::create(
+              nb, l, ArrayRef<OpFoldResult>{i, nb.getIndexAttr(0)},
+              ArrayRef<OpFoldResult>{nb.getIndexAttr(1),
+                                     nb.getIndexAttr(chunk)},
+              ArrayRef<OpFoldResult>{nb.getIndexAttr(1), nb.getIndexAttr(1)});
+          TensorBuilder ntb(nb);
+          Value product = ntb.matmul(lRow, args[0]);
+          Value row = ntb.map(
+              product, nb.getF32Type(),
+              [&](OpBuilder &body, Location bodyLoc, ValueRange vals) -> Value {
+                Value col = linalg::IndexOp::create(body, bodyLoc, 1);
+                Value diagonal = arith::CmpIOp::create(
+                    body, bodyLoc, arith::CmpIPredicate::eq, col, i);
+                Value unit = arith::SelectOp::create(
+                    body, bodyLoc, diagonal,
+                    floatConstant(body, bodyLoc, body.getF32Type(), 1),
+                    floatConstant(body, bodyLoc, body.getF32Type(), 0));
+                return arith::SubFOp::create(body, bodyLoc, unit, vals[0]);
+              });
+          Value updated = tensor::InsertSliceOp::create(
+              nb, row, args[0], ArrayRef<OpFoldResult>{i, nb.getIndexAttr(0)},
+              ArrayRef<OpFoldResult>{nb.getIndexAttr(1),
+                                     nb.getIndexAttr(chunk)},
+              ArrayRef<OpFoldResult>{nb.getIndexAttr(1), nb.getIndexAttr(1)});
+          scf::YieldOp::create(nb, ValueRange{updated});
+        });
+    f.m = substitution.getResult(0);
+  }
 
   // W = M (beta K exp(Gamma)), U = M (beta V), Vn = U - W S.
   f.decay = tb.map(gamma, f32(),
