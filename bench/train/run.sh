@@ -22,7 +22,10 @@
 # MOE_TRAIN_SEQ_LEN (default 16 x 2048), MOE_TRAIN_STEPS (200),
 # MOE_TRAIN_TIMEOUT (seconds for our run, default 480), MOE_TRAIN_PEER_ITERS
 # (the peer's timed steps, 20), MOE_TRAIN_GRAPH (on: our step replayed as a
-# CUDA graph after step 2, --cuda-graph; off). Results in $OUT (if set) or
+# CUDA graph after step 2, --cuda-graph; off), MOE_TRAIN_KEEP_INPUTS (1:
+# keep the weights and batches both trained on, params0/ and batches.bin;
+# by default they go at the end: hundreds of files that a device call's
+# returned results have no room for). Results in $OUT (if set) or
 # MOE_TRAIN_OUT.
 set -uo pipefail
 
@@ -43,6 +46,9 @@ if [[ ! -x $exe ]]; then
   exit 2
 fi
 mkdir -p "$results"
+if [[ ${MOE_TRAIN_KEEP_INPUTS:-0} != 1 ]]; then
+  trap 'rm -rf "$results/params0" "$results/batches.bin"' EXIT
+fi
 nvidia-smi --query-gpu=name,driver_version,power.limit --format=csv,noheader
 shape=(--batch="$batch" --seq-len="$length")
 
