@@ -174,3 +174,20 @@ func.func @runs_and_boxes(%rows: tensor<2x8xf32>, %part: tensor<1x5xf32>, %box: 
   %3 = tensor.insert_slice %strided into %2[0, 0] [1, 4] [1, 2] : tensor<1x4xf32> into tensor<4x8xf32>
   return %3 : tensor<4x8xf32>
 }
+
+// -----
+
+// Index elements have no byte width before lowering: the buffer keeps its
+// element type and the links their subviews (no crash).
+// CHECK-LABEL: func.func @index_root
+// CHECK:         %[[BUF:.*]] = memref.alloc() {alignment = 64 : i64} : memref<16xindex>
+// CHECK-NOT:     memref.view
+// CHECK-COUNT-3: memref.subview %[[BUF]]
+// CHECK:         bufferization.to_tensor %[[BUF]] restrict writable : memref<16xindex> to tensor<16xindex>
+func.func @index_root(%a: tensor<4xindex>) -> tensor<16xindex> {
+  %e = tensor.empty() : tensor<16xindex>
+  %0 = tensor.insert_slice %a into %e[0] [4] [1] : tensor<4xindex> into tensor<16xindex>
+  %1 = tensor.insert_slice %a into %0[4] [4] [1] : tensor<4xindex> into tensor<16xindex>
+  %2 = tensor.insert_slice %a into %1[8] [4] [1] : tensor<4xindex> into tensor<16xindex>
+  return %2 : tensor<16xindex>
+}

@@ -131,9 +131,11 @@ static void bufferChain(InsertChain &chain, RewriterBase &rewriter) {
   auto bufferType = MemRefType::get(type.getShape(), type.getElementType());
   // Aligned as One-Shot Bufferize aligns the buffers it allocates. A static
   // buffer of whole bytes is allocated as bytes and seen through views.
-  unsigned bits = type.getElementTypeBitWidth();
-  bool asBytes = type.hasStaticShape() && bits % 8 == 0 && bits > 0 &&
-                 type.getElementType().isIntOrFloat();
+  // (Index elements have no width until lowering: they keep the subviews.)
+  Type elementType = type.getElementType();
+  unsigned bits =
+      elementType.isIntOrFloat() ? elementType.getIntOrFloatBitWidth() : 0;
+  bool asBytes = type.hasStaticShape() && bits % 8 == 0 && bits > 0;
   int64_t elementBytes = bits / 8;
   Value bytes;
   auto viewOfBytes = [&](Location at, int64_t shift,

@@ -124,7 +124,7 @@ private:
   Value guardCondition(Value gamma, Value g);
 
   /// One chunk's forward quantities; M = (I + L)^-1 is `inverse` when
-  /// given (computed for the chunk before), else solved here.
+  /// given (this chunk's M, solved by an earlier stage), else solved here.
   ChunkForward chunkForward(Value q, Value k, Value v, Value g, Value beta,
                             Value state, Value inverse = Value());
   /// O = (Q exp(Gamma)) S + Aqk Vn, `[C, V]`.
