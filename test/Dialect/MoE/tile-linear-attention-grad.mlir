@@ -4,13 +4,15 @@
 
 // The backward of -moe-tile-linear-attention (moe.kda_grad, ALGORITHMS.md
 // section 1.7) in three stages: every chunk on its own from a zero state
-// (the WY factors, the decayed keys and queries, Aqk, the chunk's decay and
-// M = (I + L)^-1);
+// (the WY factors, the decayed keys and queries, Aqk, the chunk's decay,
+// M = (I + L)^-1 and KK);
 // per (batch, head, value tile) a sequential forward sweep over the chunk
 // states that stores each chunk's incoming state, then a reverse sweep that
 // stores each chunk's outgoing state adjoint; and every chunk again, from
-// its stored state and with its state adjoint, for the gradients, reading M
-// back instead of repeating its forward substitution. Only the
+// its stored state and with its state adjoint, for the gradients, reading
+// W, U, the decayed keys and queries, Aqk, M and KK back instead of
+// repeating the pairwise tiles, M's forward substitution and the WY
+// products. Only the
 // middle stage is sequential, and it carries states, not chunks. The
 // diagonal path is decided exactly as for moe.kda.
 
@@ -20,10 +22,10 @@
 
 // CHECK-LABEL: func.func @bounded
 // CHECK: moe.decay_gate
-// CHECK: %[[LOCAL:.*]]:7 = scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}}, 2, %[[N:[0-9a-z_]+]]) shared_outs({{.*}}) -> (tensor<?x?x2x8xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>)
+// CHECK: %[[LOCAL:.*]]:8 = scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}}, 2, %[[N:[0-9a-z_]+]]) shared_outs({{.*}}) -> (tensor<?x?x2x8xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>)
 // CHECK-NOT: scf.if
 // CHECK: scf.forall.in_parallel
-// CHECK-COUNT-7: tensor.parallel_insert_slice
+// CHECK-COUNT-8: tensor.parallel_insert_slice
 // The sweeps: one value tile of 4 columns (V = 4).
 // CHECK: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}}, 2, 1) shared_outs({{.*}}) -> (tensor<?x2x?x8x4xf32>, tensor<?x2x?x8x4xf32>, tensor<?x2x8x4xf32>)
 // CHECK: scf.for %[[C:[0-9a-z_]+]] = %{{.*}} to %[[N]] step %{{.*}} iter_args(%{{.*}} = %{{.*}}, %[[STARTS:[0-9a-z_]+]] = %{{.*}}) -> (tensor<8x4xf32>, tensor<?x8x4xf32>)
@@ -35,12 +37,19 @@
 // CHECK-NOT: scf.for
 // CHECK: scf.forall.in_parallel
 // CHECK-COUNT-3: tensor.parallel_insert_slice
-// The gradients, chunk-parallel again, with the chunk's M read from the
-// first stage (no forward substitution loop).
+// The gradients, chunk-parallel again, with the chunk's forward tiles read
+// from the first stage: M (no forward substitution loop), W, U, Kd, Qd, Aqk
+// and KK, in that order.
 // CHECK: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}}, 2, %[[N]]) shared_outs({{.*}}) -> (tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2xf32>)
 // CHECK-NOT: scf.if
 // CHECK-NOT: scf.for
 // CHECK: tensor.extract_slice %[[LOCAL]]#6[
+// CHECK-NEXT: tensor.extract_slice %[[LOCAL]]#0[
+// CHECK-NEXT: tensor.extract_slice %[[LOCAL]]#1[
+// CHECK-NEXT: tensor.extract_slice %[[LOCAL]]#2[
+// CHECK-NEXT: tensor.extract_slice %[[LOCAL]]#3[
+// CHECK-NEXT: tensor.extract_slice %[[LOCAL]]#4[
+// CHECK-NEXT: tensor.extract_slice %[[LOCAL]]#7[
 // CHECK-NOT: scf.if
 // CHECK-NOT: scf.for
 // CHECK: scf.forall.in_parallel
@@ -68,21 +77,24 @@ func.func @bounded(%q: tensor<?x?x2x8xf32>, %k: tensor<?x?x2x8xf32>, %v: tensor<
 
 // -----
 
-// A log decay of unknown origin is never proven: each diagonal tile of the
-// gradient stage is guarded once, and the one verdict picks both the
-// recomputed forward tile (Aqk, KK) and its backward pairwise terms (dQ, dK
-// of the row side, dK of the column side), dense or per position.
+// A log decay of unknown origin is never proven: each diagonal tile is
+// guarded once per stage, in the chunk-local stage for its forward tile
+// (Aqk, KK) and in the gradient stage, with the same verdict, for its
+// backward pairwise terms (dQ, dK of the row side, dK of the column side),
+// dense or per position.
 
 // CHECK-LABEL: func.func @guarded
-// The recomputed chunks are guarded, the sweeps have no diagonal tiles.
+// The chunk-local stage's tiles are guarded, the sweeps have no diagonal
+// tiles.
 // CHECK: scf.forall
-// CHECK: scf.if
+// CHECK: scf.if %{{.*}} -> (tensor<4x4xf32>, tensor<4x4xf32>)
 // CHECK: scf.forall
 // CHECK-NOT: scf.if
-// The gradient stage.
+// The gradient stage: no forward tile recomputed.
 // CHECK: scf.forall
+// CHECK-NOT: scf.if %{{.*}} -> (tensor<4x4xf32>, tensor<4x4xf32>)
 // CHECK: %[[SAFE:.*]] = arith.cmpf ole, %{{.*}}, %{{.*}} : f32
-// CHECK: scf.if %[[SAFE]] -> (tensor<4x4xf32>, tensor<4x4xf32>)
+// CHECK-NOT: scf.if %{{.*}} -> (tensor<4x4xf32>, tensor<4x4xf32>)
 // CHECK: scf.if %[[SAFE]] -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
 // CHECK: } else {
 // CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]} ins({{.*}} : tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) outs({{.*}} : tensor<4x8xf32>, tensor<4x8xf32>)

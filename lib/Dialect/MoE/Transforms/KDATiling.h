@@ -44,7 +44,8 @@ struct ChunkForward {
   /// exp(Gamma), `[C, K]`.
   Value lowerOnes, gamma, decay;
   /// Aqk (j <= i) and the unscaled strictly lower `KK[i, j] = sum_d k_i k_j
-  /// exp(Gamma_i - Gamma_j)`, so that L = Diag(beta) KK; `[C, C]`.
+  /// exp(Gamma_i - Gamma_j)`, so that L = Diag(beta) KK (null when M is
+  /// read back), and M = (I + L)^-1; `[C, C]`.
   Value aqk, keyKey, l, m;
   /// beta K exp(Gamma) `[C, K]`, beta V `[C, V]`, W, U, Vn = U - W S.
   Value kBeta, vBeta, w, u, pseudoValues;
@@ -54,6 +55,13 @@ struct ChunkForward {
   /// Per diagonal tile, the run-time guard's verdict (i1) for the guarded
   /// path; empty otherwise.
   SmallVector<Value> safe;
+};
+
+/// A chunk's forward quantities that an earlier stage stored, read back
+/// instead of recomputed: M = (I + L)^-1, W, U, K exp(Gamma_last - Gamma),
+/// Q exp(Gamma), Aqk and KK (null members are recomputed).
+struct StoredChunk {
+  Value inverse, w, u, kDecayed, qDecayed, aqk, keyKey;
 };
 
 /// The gradients of one chunk (section 1.7).
@@ -123,10 +131,10 @@ private:
   /// The exact run-time guard of section 2.4 for one tile (an i1).
   Value guardCondition(Value gamma, Value g);
 
-  /// One chunk's forward quantities; M = (I + L)^-1 is `inverse` when
-  /// given (this chunk's M, solved by an earlier stage), else solved here.
+  /// One chunk's forward quantities; what `stored` holds (this chunk's
+  /// values from an earlier stage) is read, the rest computed here.
   ChunkForward chunkForward(Value q, Value k, Value v, Value g, Value beta,
-                            Value state, Value inverse = Value());
+                            Value state, const StoredChunk &stored = {});
   /// O = (Q exp(Gamma)) S + Aqk Vn, `[C, V]`.
   Value chunkOutput(const ChunkForward &f);
   /// S' = exp(Gamma_last) S + (K exp(Gamma_last - Gamma))^T Vn.

@@ -358,7 +358,8 @@ SmallVector<Value> KDATiler::buildGrad(KDAGradOp op) {
   //   S'  = Diag(exp(G_last)) S + Kd^T (U - W S)
   //   dS  = (Q exp(G))^T dO + Diag(exp(G_last)) dS' - W^T (Aqk^T dO + Kd dS')
   // So (1) every chunk's W, U, Kd, Q exp(G), Aqk and exp(G_last) are built
-  // in parallel (and M = (I + L)^-1, which (3) reads back); (2) per (batch,
+  // in parallel (with M = (I + L)^-1 and KK, which (3) reads back with
+  // them instead of recomputing the chunk's forward tiles); (2) per (batch,
   // head, column block of V) a forward sweep stores the state at each chunk
   // start and a reverse sweep the adjoint at each chunk end (columns of S are
   // independent in both); (3) every chunk's gradients are built in parallel
@@ -372,6 +373,7 @@ SmallVector<Value> KDATiler::buildGrad(KDAGradOp op) {
       empty({batch, padded, heads, attr(keyDim)}),
       empty({batch, padded, heads, attr(chunk)}),
       empty({batch, numChunks, heads, attr(keyDim)}),
+      empty({batch, padded, heads, attr(chunk)}),
       empty({batch, padded, heads, attr(chunk)})};
   // A forall over (batch, head, chunk) with the builder inside its body.
   struct ChunkLoop {
@@ -417,11 +419,12 @@ SmallVector<Value> KDATiler::buildGrad(KDAGradOp op) {
         ArrayRef<OpFoldResult>{attr(1), attr(1), attr(1), attr(keyDim)},
         ArrayRef<OpFoldResult>{attr(1), attr(1), attr(1), attr(1)});
     writeRows(b, loc, f.m, outs[6], bi, start, hi);
+    writeRows(b, loc, f.keyKey, outs[7], bi, start, hi);
   }
   Value wAll = local.getResult(0), uAll = local.getResult(1),
         kdAll = local.getResult(2), qdAll = local.getResult(3),
         aqkAll = local.getResult(4), lastAll = local.getResult(5),
-        inverseAll = local.getResult(6);
+        inverseAll = local.getResult(6), keyKeyAll = local.getResult(7);
 
   // (2) The sweeps, per column block of the state: 16 columns, so that
   // kimi-tiny's B = 16, H = 4, V = 64 gives 256 blocks (32 gave 128 on 132
@@ -572,11 +575,16 @@ SmallVector<Value> KDATiler::buildGrad(KDAGradOp op) {
                                  attr(valueDim)},
           ArrayRef<OpFoldResult>{attr(1), attr(1), attr(1), attr(1), attr(1)});
     };
-    // M from stage (1): the chunk's forward substitution is not repeated.
+    // The chunk's forward tiles from stage (1): neither the pairwise tiles
+    // of Aqk and KK nor M's forward substitution nor W and U are repeated.
+    StoredChunk stored{slice(inverseAll, chunk), slice(wAll, keyDim),
+                       slice(uAll, valueDim),    slice(kdAll, keyDim),
+                       slice(qdAll, keyDim),     slice(aqkAll, chunk),
+                       slice(keyKeyAll, chunk)};
     ChunkForward f =
         chunkForward(slice(q, keyDim), slice(k, keyDim), slice(v, valueDim),
                      slice(g, keyDim), slice(beta, 0),
-                     boundary(sweeps.getResult(0)), slice(inverseAll, chunk));
+                     boundary(sweeps.getResult(0)), stored);
     ChunkGradients d =
         chunkBackward(f, slice(dOut, valueDim), boundary(sweeps.getResult(1)));
     b.setInsertionPointToEnd(forall.getTerminator().getBody());

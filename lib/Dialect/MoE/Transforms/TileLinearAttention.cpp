@@ -328,7 +328,8 @@ std::pair<Value, Value> KDATiler::diagonalGuarded(Value q, Value k, Value gamma,
 //===----------------------------------------------------------------------===//
 
 ChunkForward KDATiler::chunkForward(Value q, Value k, Value v, Value g,
-                                    Value beta, Value state, Value inverse) {
+                                    Value beta, Value state,
+                                    const StoredChunk &stored) {
   ChunkForward f;
   // Q = s q; Gamma = in-chunk inclusive cumsum of g, as Tril(1) . g.
   f.q = scaled(q, config.scale);
@@ -342,11 +343,23 @@ ChunkForward KDATiler::chunkForward(Value q, Value k, Value v, Value g,
   Value gamma = tb.matmul(f.lowerOnes, g, false, false);
   f.gamma = gamma;
 
-  // The intra-chunk matrices Aqk and KK from a grid of c x c tiles.
-  Value aqk = tb.filled({attr(chunk), attr(chunk)}, f32(), 0.0);
-  Value kk = tb.filled({attr(chunk), attr(chunk)}, f32(), 0.0);
+  // The intra-chunk matrices Aqk and KK from a grid of c x c tiles (only
+  // the guarded path's verdicts when both are stored).
   int64_t numTiles = chunk / subChunk;
-  for (int64_t a = 0; a < numTiles; ++a) {
+  if (stored.aqk && stored.keyKey) {
+    f.aqk = stored.aqk;
+    f.keyKey = stored.keyKey;
+    if (config.path == DiagonalPath::Guarded)
+      for (int64_t a = 0; a < numTiles; ++a)
+        f.safe.push_back(guardCondition(rowsOf(gamma, a * subChunk, subChunk),
+                                        rowsOf(g, a * subChunk, subChunk)));
+  }
+  Value aqk, kk;
+  if (!f.aqk) {
+    aqk = tb.filled({attr(chunk), attr(chunk)}, f32(), 0.0);
+    kk = tb.filled({attr(chunk), attr(chunk)}, f32(), 0.0);
+  }
+  for (int64_t a = 0; a < numTiles && !f.aqk; ++a) {
     Value qa = rowsOf(q, a * subChunk, subChunk);
     Value ka = rowsOf(k, a * subChunk, subChunk);
     Value ga = rowsOf(gamma, a * subChunk, subChunk);
@@ -381,19 +394,20 @@ ChunkForward KDATiler::chunkForward(Value q, Value k, Value v, Value g,
     aqk = insertAt(diagonal.first, aqk, a * subChunk, a * subChunk);
     kk = insertAt(diagonal.second, kk, a * subChunk, a * subChunk);
   }
-  f.aqk = aqk;
-  f.keyKey = kk;
-  // L = Diag(beta) KK, strictly lower triangular.
-  f.l = scaleRows(kk, beta);
+  if (!f.aqk) {
+    f.aqk = aqk;
+    f.keyKey = kk;
+  }
 
   // M = (I + L)^-1 by forward substitution: row i = e_i - L[i, :] M, which
-  // only reads the finished rows m < i (L is strictly lower triangular).
-  // Its 64 dependent steps are the longest chain of a chunk: a caller that
-  // has M already passes it.
-  Value l = f.l;
-  if (inverse) {
-    f.m = inverse;
+  // only reads the finished rows m < i (L = Diag(beta) KK is strictly lower
+  // triangular). Its 64 dependent steps are the longest chain of a chunk: a
+  // caller that has M already passes it.
+  if (stored.inverse) {
+    f.m = stored.inverse;
   } else {
+    f.l = scaleRows(f.keyKey, beta);
+    Value l = f.l;
     Value mInit = tb.filled({attr(chunk), attr(chunk)}, f32(), 0.0);
     auto substitution = scf::ForOp::create(
         b, b.getLoc(), idx(0), idx(chunk), idx(1), ValueRange{mInit},
@@ -435,10 +449,10 @@ ChunkForward KDATiler::chunkForward(Value q, Value k, Value v, Value g,
                    });
   f.kBeta = scaleRows(k, beta, f.decay);
   f.vBeta = scaleRows(v, beta);
-  f.w = tb.matmul(f.m, f.kBeta, false, false);
-  f.u = tb.matmul(f.m, f.vBeta, false, false);
+  f.w = stored.w ? stored.w : tb.matmul(f.m, f.kBeta, false, false);
+  f.u = stored.u ? stored.u : tb.matmul(f.m, f.vBeta, false, false);
   f.pseudoValues = subtract(f.u, tb.matmul(f.w, state, false, false));
-  f.qDecayed = tb.multiply(q, f.decay);
+  f.qDecayed = stored.qDecayed ? stored.qDecayed : tb.multiply(q, f.decay);
   f.lastRow = rowOf(gamma, attr(chunk - 1));
   // exp(Gamma_last - Gamma) from the suffix sums sum_{j > i} g_j, not from
   // the difference of two cumulative sums: near the chunk's end that
@@ -449,7 +463,7 @@ ChunkForward KDATiler::chunkForward(Value q, Value k, Value v, Value g,
                        [](OpBuilder &nested, Location loc, ValueRange args) {
                          return math::ExpOp::create(nested, loc, args[0]);
                        });
-  f.kDecayed = tb.multiply(k, f.tailDecay);
+  f.kDecayed = stored.kDecayed ? stored.kDecayed : tb.multiply(k, f.tailDecay);
   return f;
 }
 
