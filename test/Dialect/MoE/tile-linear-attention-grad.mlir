@@ -9,10 +9,11 @@
 // per (batch, head, value tile) a sequential forward sweep over the chunk
 // states that stores each chunk's incoming state, then a reverse sweep that
 // stores each chunk's outgoing state adjoint; and every chunk again, from
-// its stored state and with its state adjoint, for the gradients, reading
-// W, U, the decayed keys and queries, Aqk, M and KK back instead of
-// repeating the pairwise tiles, M's forward substitution and the WY
-// products. Only the
+// its stored state and with its state adjoint, for the gradients, in two
+// halves: the first reads W, U, the decayed keys and queries, Aqk, M and KK
+// back instead of repeating the pairwise tiles, M's forward substitution and
+// the WY products, and takes every gradient but the pairwise terms of Aqk
+// and KK; the second adds those. Only the
 // middle stage is sequential, and it carries states, not chunks. The
 // diagonal path is decided exactly as for moe.kda.
 
@@ -24,6 +25,20 @@
 // CHECK: moe.decay_gate
 // CHECK: %[[LOCAL:.*]]:8 = scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}}, 2, %[[N:[0-9a-z_]+]]) shared_outs({{.*}}) -> (tensor<?x?x2x8xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>)
 // CHECK-NOT: scf.if
+// Each value is copied into its place as soon as it is whole: Aqk and KK
+// after their tiles, M after its substitution loop, then W, U, Qd, Kd and
+// the chunk's decay.
+// CHECK-COUNT-2: linalg.copy ins(%{{.*}} : tensor<8x8xf32>)
+// CHECK-NOT: linalg.copy
+// CHECK: scf.for
+// CHECK: scf.yield
+// CHECK-NEXT: }
+// CHECK-NEXT: tensor.extract_slice
+// CHECK-NEXT: linalg.copy ins(%{{.*}} : tensor<8x8xf32>)
+// CHECK-COUNT-4: linalg.copy
+// CHECK: math.exp
+// CHECK: linalg.copy ins(%{{.*}} : tensor<8xf32>)
+// CHECK-NOT: linalg.copy
 // CHECK: scf.forall.in_parallel
 // CHECK-COUNT-8: tensor.parallel_insert_slice
 // The sweeps: one value tile of 4 columns (V = 4).
@@ -37,10 +52,14 @@
 // CHECK-NOT: scf.for
 // CHECK: scf.forall.in_parallel
 // CHECK-COUNT-3: tensor.parallel_insert_slice
-// The gradients, chunk-parallel again, with the chunk's forward tiles read
-// from the first stage: M (no forward substitution loop), W, U, Kd, Qd, Aqk
-// and KK, in that order.
-// CHECK: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}}, 2, %[[N]]) shared_outs({{.*}}) -> (tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2xf32>)
+// The gradients, chunk-parallel again, in two halves. The first reads the
+// chunk's forward tiles from the first stage: M (no forward substitution
+// loop), W, U, Kd, Qd, Aqk and KK, in that order, and copies each result
+// into its place as soon as it is whole (dAqk first, dKK last); the
+// terminator inserts those copies: dv and dbeta (whole), the adjoints of Aqk
+// and KK, dq / s, dk and dGamma without their pairwise terms, and the last
+// row's dGamma per chunk.
+// CHECK: %[[HALF:.*]]:8 = scf.forall (%{{.*}}, %{{.*}}, %[[HC:[0-9a-z_]+]]) in (%{{.*}}, 2, %[[N]]) shared_outs(%[[DV:[0-9a-z_]+]] = %{{.*}}, %[[DB:[0-9a-z_]+]] = %{{.*}}, %[[DAQK:[0-9a-z_]+]] = %{{.*}}, %[[DKK:[0-9a-z_]+]] = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %[[DLAST:[0-9a-z_]+]] = %{{.*}}) -> (tensor<?x?x2x4xf32>, tensor<?x?x2xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>)
 // CHECK-NOT: scf.if
 // CHECK-NOT: scf.for
 // CHECK: tensor.extract_slice %[[LOCAL]]#6[
@@ -52,8 +71,28 @@
 // CHECK-NEXT: tensor.extract_slice %[[LOCAL]]#7[
 // CHECK-NOT: scf.if
 // CHECK-NOT: scf.for
+// CHECK: %[[PLACE:.*]] = tensor.extract_slice %[[DAQK]][
+// CHECK-NEXT: %[[COPY:.*]] = linalg.copy ins(%{{.*}} : tensor<8x8xf32>) outs(%[[PLACE]] : tensor<8x8xf32>)
+// CHECK-COUNT-6: linalg.copy
+// CHECK: %[[PLACE2:.*]] = tensor.extract_slice %[[DKK]][
+// CHECK-NEXT: %[[COPY2:.*]] = linalg.copy ins(%{{.*}} : tensor<8x8xf32>) outs(%[[PLACE2]] : tensor<8x8xf32>)
+// CHECK-NOT: linalg.copy
 // CHECK: scf.forall.in_parallel
-// CHECK-COUNT-5: tensor.parallel_insert_slice
+// CHECK-COUNT-2: tensor.parallel_insert_slice
+// CHECK-NEXT: tensor.parallel_insert_slice %[[COPY]] into %[[DAQK]]
+// CHECK-NEXT: tensor.parallel_insert_slice %[[COPY2]] into %[[DKK]]
+// CHECK-COUNT-3: tensor.parallel_insert_slice
+// CHECK-NEXT: tensor.parallel_insert_slice %{{.*}} into %[[DLAST]][%{{.*}}, %[[HC]], %{{.*}}, 0] [1, 1, 1, 8]
+// The second half adds the pairwise terms from those adjoints: dq, dk, dg.
+// CHECK: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}}, 2, %[[N]]) shared_outs({{.*}}) -> (tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>)
+// CHECK-NOT: scf.if
+// CHECK-NOT: scf.for
+// CHECK-COUNT-5: tensor.extract_slice %[[HALF]]#{{[2-6]}}[
+// CHECK-NEXT: tensor.extract_slice %[[HALF]]#7[
+// CHECK-NOT: scf.if
+// CHECK-NOT: scf.for
+// CHECK: scf.forall.in_parallel
+// CHECK-COUNT-3: tensor.parallel_insert_slice
 // CHECK: return
 
 // NOGUARD: remark: kda_grad tiled with chunk 8, sub-chunk 4: dense diagonal tiles, proven safe (bound -5.00, mid reference over 4 rows: exponent 10.00 vs limit 87.34 for f32, margin 77.34)

@@ -71,6 +71,19 @@ struct ChunkGradients {
   Value dq, dk, dv, dg, dbeta, dState;
 };
 
+/// The forward quantities of a chunk that the backward's first stage stores
+/// (those of StoredChunk).
+enum class ChunkValue { W, U, KDecayed, QDecayed, Aqk, Inverse, KeyKey };
+
+/// A chunk's gradients but for the pairwise terms of Aqk and KK, which the
+/// gradient stage's second half adds from their adjoints (section 1.7).
+struct ChunkLocalGradients {
+  /// dv `[C, V]` and dbeta `[C]`, whole; the strictly lower adjoints of Aqk
+  /// and of KK (beta applied) `[C, C]`; dq / s, dk and dGamma without their
+  /// pairwise terms `[C, K]`; the last row's extra dGamma `[K]`.
+  Value dv, dbeta, dAqk, dKK, dqLocal, dkLocal, dGammaLocal, dLast;
+};
+
 /// Builds the tiled computation of one op at one location.
 class KDATiler {
 public:
@@ -131,10 +144,16 @@ private:
   /// The exact run-time guard of section 2.4 for one tile (an i1).
   Value guardCondition(Value gamma, Value g);
 
+  /// The rows of a chunk that its pairwise tiles read: Q = s q, k, g,
+  /// Tril(1), Gamma and, for the guarded path, each diagonal tile's verdict.
+  ChunkForward chunkRows(Value q, Value k, Value g);
   /// One chunk's forward quantities; what `stored` holds (this chunk's
   /// values from an earlier stage) is read, the rest computed here.
+  /// `emit`, when given, gets each value of ChunkValue as soon as it is
+  /// whole.
   ChunkForward chunkForward(Value q, Value k, Value v, Value g, Value beta,
-                            Value state, const StoredChunk &stored = {});
+                            Value state, const StoredChunk &stored = {},
+                            function_ref<void(ChunkValue, Value)> emit = {});
   /// O = (Q exp(Gamma)) S + Aqk Vn, `[C, V]`.
   Value chunkOutput(const ChunkForward &f);
   /// S' = exp(Gamma_last) S + (K exp(Gamma_last - Gamma))^T Vn.
@@ -142,8 +161,17 @@ private:
 
   //===--- Backward (KDATilingGrad.cpp) -------------------------------===//
 
-  /// Section 1.7 for one chunk, given dO `[C, V]` and dS' `[K, V]`.
-  ChunkGradients chunkBackward(const ChunkForward &f, Value dOut, Value dNext);
+  /// Section 1.7 for one chunk, given dO `[C, V]` and dS' `[K, V]`, up to
+  /// the adjoints of Aqk and KK; `emit(value, index)`, when given, is called
+  /// as soon as each result is whole, with its index in the order of
+  /// ChunkLocalGradients' members.
+  ChunkLocalGradients
+  chunkBackwardLocal(const ChunkForward &f, Value dOut, Value dNext,
+                     function_ref<void(Value, unsigned)> emit = {});
+  /// The pairwise terms of Aqk and KK for the rows of `f` (those that
+  /// chunkRows sets) added to `local`: dq, dk and dg (the rest null).
+  ChunkGradients chunkBackwardPairwise(const ChunkForward &f,
+                                       const ChunkLocalGradients &local);
   /// The pairwise terms of the diagonal tile `a` for the given adjoints of
   /// Aqk and KK (`[c, c]`, strictly lower): returns (dQ from Aqk, dK of the row
   /// side from KK, dK of the column side from both), each `[c, K]`.

@@ -8,9 +8,10 @@
 // every chunk in parallel, then per (batch, head, column block of the state)
 // a forward sweep storing the state at each chunk start and a reverse sweep
 // storing its adjoint at each chunk end, then every chunk's gradients in
-// parallel, recomputing its forward quantities from its stored state (the
-// same tiles, with the same diagonal paths and run-time guards as the
-// forward). The pairwise decay terms of the backward use the forward's
+// parallel, in two halves: all but the pairwise terms of Aqk and KK from the
+// first stage's stored tiles and the stored state, then those pairwise terms
+// (with the same diagonal paths and run-time guards as the forward). The
+// pairwise decay terms of the backward use the forward's
 // tiling: off-diagonal tiles factored through their first row (factors <=
 // 1), and diagonal tiles dense (factored through the reference row) or per
 // position (exponentials of differences Gamma_i - Gamma_j with j <= i only).
@@ -134,39 +135,68 @@ SmallVector<Value> KDATiler::diagonalGradPerPosition(Value dAqk, Value dKK,
   return {rowSide[0], rowSide[1], colSide};
 }
 
-ChunkGradients KDATiler::chunkBackward(const ChunkForward &f, Value dOut,
-                                       Value dNext) {
-  // The adjoints of the chunk's outputs O and S' (section 1.7):
-  //   dVn = Aqk^T dO + Kd dS'
-  //   dS  = (Q exp(G))^T dO + Diag(exp(G_last)) dS' - W^T dVn
+ChunkLocalGradients
+KDATiler::chunkBackwardLocal(const ChunkForward &f, Value dOut, Value dNext,
+                             function_ref<void(Value, unsigned)> emit) {
+  ChunkLocalGradients d;
+  // Each result goes to `emit` as soon as it is whole, and the terms are
+  // ordered so that few [C, K] tiles are live at once.
+  auto done = [&](Value &field, Value value, unsigned index) {
+    field = value;
+    if (emit)
+      emit(value, index);
+  };
+  // The adjoint of the pseudo-values (section 1.7): dVn = Aqk^T dO + Kd dS'.
   Value dPseudo = tb.add(tb.matmul(f.aqk, dOut, true, false),
                          tb.matmul(f.kDecayed, dNext, false, false));
+
+  // dAqk = Tril(dO Vn^T). Its diagonal (exp(0) = 1) is applied apart:
+  // d/dGamma of its terms cancels exactly, so the pairwise terms use the
+  // strictly lower part only, and rounding leaves no residue in dg.
+  done(d.dAqk,
+       lowerPart(tb.matmul(dOut, f.pseudoValues, false, true),
+                 /*strict=*/true),
+       2);
+  Value dAqkDiagonal = rowSumOf(tb.multiply(dOut, f.pseudoValues));
+
+  // The terms of dq / s, dk and dGamma that are not pairwise, through the
+  // inter-chunk terms X = dO S^T and Y = Vn dS'^T:
+  //   dQ     = X exp(G) + Diag(dAqk) K                  (+ pairwise)
+  //   dK     = Y exp(G_last - G) + beta exp(G) dKb + Diag(dAqk) Q
+  //                                                     (+ pairwise)
+  //   dGamma = X Q exp(G) - Y Kd + dKb Kb               (+ pairwise)
+  // plus, on dGamma's last row, sum_rows(Y Kd) + exp(G_last) rowsum(dS' S).
+  Value x = tb.matmul(dOut, f.state, false, true);
+  done(d.dqLocal, tb.add(tb.multiply(x, f.decay), scaleRows(f.k, dAqkDiagonal)),
+       4);
+  Value y = tb.matmul(f.pseudoValues, dNext, false, true);
+  Value yKd = tb.multiply(y, f.kDecayed);
   Value lastDecay = tb.map(
       f.lastRow, f32(), [](OpBuilder &nested, Location loc, ValueRange args) {
         return math::ExpOp::create(nested, loc, args[0]);
       });
-  Value dState = subtract(tb.add(tb.matmul(f.qDecayed, dOut, true, false),
-                                 scaleRows(dNext, lastDecay)),
-                          tb.matmul(f.w, dPseudo, true, false));
-
-  // dAqk = Tril(dO Vn^T). Its diagonal (exp(0) = 1) is applied apart:
-  // d/dGamma of its terms cancels exactly, so the pairwise terms below use
-  // the strictly lower part only, and rounding leaves no residue in dg.
-  Value dAqk = lowerPart(tb.matmul(dOut, f.pseudoValues, false, true),
-                         /*strict=*/true);
-  Value dAqkDiagonal = rowSumOf(tb.multiply(dOut, f.pseudoValues));
-  // The inter-chunk terms X = dO S^T, Y = Vn dS'^T.
-  Value x = tb.matmul(dOut, f.state, false, true);
-  Value y = tb.matmul(f.pseudoValues, dNext, false, true);
-
-  // Through Vn = U - W S and U = M (beta V), W = M Kb.
+  done(d.dLast,
+       tb.add(columnSums(yKd),
+              tb.multiply(lastDecay, rowSumOf(tb.multiply(dNext, f.state)))),
+       7);
+  // Through Vn = U - W S and W = M Kb.
   Value dW = scaled(tb.matmul(dPseudo, f.state, false, true), -1.0);
-  Value mdU = tb.matmul(f.m, dPseudo, true, false);
-  Value dV = scaleRows(mdU, f.beta);
-  Value dBeta = rowSumOf(tb.multiply(mdU, f.v));
   Value dKb = tb.matmul(f.m, dW, true, false);
-  Value kExp = tb.multiply(f.k, f.decay);
-  dBeta = tb.add(dBeta, rowSumOf(tb.multiply(dKb, kExp)));
+  done(d.dkLocal,
+       tb.add(
+           tb.add(tb.multiply(y, f.tailDecay), scaleRows(dKb, f.beta, f.decay)),
+           scaleRows(f.q, dAqkDiagonal)),
+       5);
+  done(d.dGammaLocal,
+       tb.add(subtract(tb.multiply(x, f.qDecayed), yKd),
+              tb.multiply(dKb, f.kBeta)),
+       6);
+
+  // Through U = M (beta V).
+  Value mdU = tb.matmul(f.m, dPseudo, true, false);
+  done(d.dv, scaleRows(mdU, f.beta), 0);
+  Value dBeta = tb.add(rowSumOf(tb.multiply(mdU, f.v)),
+                       rowSumOf(tb.multiply(dKb, tb.multiply(f.k, f.decay))));
 
   // Through M = (I + L)^-1: dL = StrictTril(-M^T dM M^T), with
   // dM = dU (beta V)^T + dW Kb^T; L = Diag(beta) KK.
@@ -176,9 +206,13 @@ ChunkGradients KDATiler::chunkBackward(const ChunkForward &f, Value dOut,
       scaled(tb.matmul(tb.matmul(f.m, dM, true, false), f.m, false, true),
              -1.0),
       /*strict=*/true);
-  dBeta = tb.add(dBeta, rowSumOf(tb.multiply(dL, f.keyKey)));
-  Value dKK = scaleRows(dL, f.beta);
+  done(d.dbeta, tb.add(dBeta, rowSumOf(tb.multiply(dL, f.keyKey))), 1);
+  done(d.dKK, scaleRows(dL, f.beta), 3);
+  return d;
+}
 
+ChunkGradients KDATiler::chunkBackwardPairwise(const ChunkForward &f,
+                                               const ChunkLocalGradients &d) {
   // The pairwise terms of Aqk and KK, tile by tile.
   int64_t numTiles = chunk / subChunk;
   SmallVector<Value> dQPair(numTiles), dKRow(numTiles), dKCol(numTiles);
@@ -197,8 +231,8 @@ ChunkGradients KDATiler::chunkBackward(const ChunkForward &f, Value dOut,
       Value kc = rowsOf(f.k, c * subChunk, subChunk);
       Value gc = rowsOf(f.gamma, c * subChunk, subChunk);
       Value kcRef = scaleByDecay(kc, gc, first, -1.0);
-      Value dAqkTile = tileOf(dAqk, a, c);
-      Value dKKTile = tileOf(dKK, a, c);
+      Value dAqkTile = tileOf(d.dAqk, a, c);
+      Value dKKTile = tileOf(d.dKK, a, c);
       accumulate(dQPair[a],
                  scaleByDecay(tb.matmul(dAqkTile, kcRef), ga, first, +1.0));
       accumulate(dKRow[a],
@@ -209,8 +243,8 @@ ChunkGradients KDATiler::chunkBackward(const ChunkForward &f, Value dOut,
                               gc, first, -1.0));
     }
     // The diagonal tile: the forward's path (and guard verdict).
-    Value dAqkTile = tileOf(dAqk, a, a);
-    Value dKKTile = tileOf(dKK, a, a);
+    Value dAqkTile = tileOf(d.dAqk, a, a);
+    Value dKKTile = tileOf(d.dKK, a, a);
     Value gRows = rowsOf(f.g, a * subChunk, subChunk);
     SmallVector<Value> diagonal;
     switch (config.path) {
@@ -252,38 +286,27 @@ ChunkGradients KDATiler::chunkBackward(const ChunkForward &f, Value dOut,
   Value dKRowFull = assemble(dKRow);
   Value dKColFull = assemble(dKCol);
 
-  // dQ = X exp(G) + pairwise + Diag(dAqk) K; dq = s dQ.
-  Value dq = scaled(tb.add(tb.add(tb.multiply(x, f.decay), dQPairFull),
-                           scaleRows(f.k, dAqkDiagonal)),
-                    config.scale);
-  // dK = Y exp(G_last - G) + beta exp(G) dKb + pairwise + Diag(dAqk) Q.
-  Value dk = tb.add(
-      tb.add(tb.multiply(y, f.tailDecay), scaleRows(dKb, f.beta, f.decay)),
-      tb.add(tb.add(dKRowFull, dKColFull), scaleRows(f.q, dAqkDiagonal)));
-
-  // dGamma = X Q exp(G) - Y Kd + dKb Kb + Q dQpair + K (dKRow - dKCol),
-  // plus, on the last row, sum_rows(Y Kd) + exp(G_last) rowsum(dS' S).
-  Value yKd = tb.multiply(y, f.kDecayed);
-  Value dGamma =
-      tb.add(tb.add(subtract(tb.multiply(x, f.qDecayed), yKd),
-                    tb.multiply(dKb, f.kBeta)),
-             tb.add(tb.multiply(f.q, dQPairFull),
-                    tb.multiply(f.k, subtract(dKRowFull, dKColFull))));
-  Value dLast =
-      tb.add(columnSums(yKd),
-             tb.multiply(lastDecay, rowSumOf(tb.multiply(dNext, f.state))));
+  ChunkGradients g;
+  // dq = s dQ; dK and dGamma with their pairwise terms:
+  //   dQ     += pairwise,  dK += dKRow + dKCol,
+  //   dGamma += Q dQpair + K (dKRow - dKCol).
+  g.dq = scaled(tb.add(d.dqLocal, dQPairFull), config.scale);
+  g.dk = tb.add(d.dkLocal, tb.add(dKRowFull, dKColFull));
+  Value dGamma = tb.add(
+      d.dGammaLocal, tb.add(tb.multiply(f.q, dQPairFull),
+                            tb.multiply(f.k, subtract(dKRowFull, dKColFull))));
   // Gamma_i = sum_{s <= i} g_s: dg_s = sum_{i >= s} dGamma_i, which is
   // Tril(1)^T dGamma; the last row's extra term reaches every s.
   Value dg = tb.matmul(f.lowerOnes, dGamma, true, false);
   MLIRContext *ctx = b.getContext();
-  dg = tb.mapIndexed(
-      {attr(chunk), attr(config.keyDim)}, ValueRange{dg, dLast},
+  g.dg = tb.mapIndexed(
+      {attr(chunk), attr(config.keyDim)}, ValueRange{dg, d.dLast},
       {b.getMultiDimIdentityMap(2),
        AffineMap::get(2, 0, {getAffineDimExpr(1, ctx)}, ctx)},
       f32(), [](OpBuilder &nested, Location loc, ValueRange args) -> Value {
         return arith::AddFOp::create(nested, loc, args[0], args[1]);
       });
-  return ChunkGradients{dq, dk, dV, dg, dBeta, dState};
+  return g;
 }
 
 namespace {
@@ -325,6 +348,67 @@ void writeRows(OpBuilder &b, Location loc, Value rows, Value into, Value bi,
   tensor::ParallelInsertSliceOp::create(b, loc, rows, into, offsets, sizes,
                                         strides);
 }
+
+/// Writes a chunk forall's results into their places of its shared outputs
+/// as soon as each is whole: a copy into the slice that the terminator
+/// inserts (both bufferize in place), so that the result's tile is free from
+/// there on, where a result kept for the terminator would hold its tile to
+/// the end of the body.
+class EarlyWrites {
+public:
+  EarlyWrites(OpBuilder &b, Location loc, scf::ForallOp loop, Value bi,
+              Value start, Value hi, Value c)
+      : b(b), loc(loc), loop(loop), bi(bi), start(start), hi(hi), c(c),
+        written(loop.getRegionIterArgs().size()) {}
+
+  /// `value` (`[C, W]` or `[C]`) at (bi, start, hi) of output `index`, or
+  /// with `perChunk` (`[W]`) at (bi, c, hi).
+  void write(unsigned index, Value value, bool perChunk = false) {
+    Place &place = written[index];
+    auto type = cast<RankedTensorType>(value.getType());
+    if (perChunk) {
+      place.offsets = {bi, c, hi, b.getIndexAttr(0)};
+      place.sizes = {b.getIndexAttr(1), b.getIndexAttr(1), b.getIndexAttr(1),
+                     b.getIndexAttr(type.getDimSize(0))};
+    } else {
+      place.offsets = {bi, start, hi};
+      place.sizes = {b.getIndexAttr(1), b.getIndexAttr(type.getDimSize(0)),
+                     b.getIndexAttr(1)};
+      if (type.getRank() == 2) {
+        place.offsets.push_back(b.getIndexAttr(0));
+        place.sizes.push_back(b.getIndexAttr(type.getDimSize(1)));
+      }
+    }
+    SmallVector<OpFoldResult> strides(place.sizes.size(), b.getIndexAttr(1));
+    Value slot = tensor::ExtractSliceOp::create(
+        b, loc, type, loop.getRegionIterArgs()[index], place.offsets,
+        place.sizes, strides);
+    place.value = linalg::CopyOp::create(b, loc, value, slot).getResult(0);
+  }
+
+  /// The terminator's inserts of every output, which must all be written.
+  void finish() {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToEnd(loop.getTerminator().getBody());
+    for (auto [place, into] : llvm::zip(written, loop.getRegionIterArgs())) {
+      assert(place.value && "an output of the chunk loop was not written");
+      SmallVector<OpFoldResult> strides(place.sizes.size(), b.getIndexAttr(1));
+      tensor::ParallelInsertSliceOp::create(
+          b, loc, place.value, into, place.offsets, place.sizes, strides);
+    }
+  }
+
+private:
+  struct Place {
+    Value value;
+    SmallVector<OpFoldResult> offsets, sizes;
+  };
+  OpBuilder &b;
+  Location loc;
+  scf::ForallOp loop;
+  Value bi, start, hi, c;
+  SmallVector<Place> written;
+};
 
 } // namespace
 
@@ -400,26 +484,34 @@ SmallVector<Value> KDATiler::buildGrad(KDAGradOp op) {
       return sliceChunk(b, loc, x, bi, start, hi, chunk, width);
     };
     Value noState = tb.filled({attr(keyDim), attr(valueDim)}, f32(), 0.0);
-    ChunkForward f =
-        chunkForward(slice(q, keyDim), slice(k, keyDim), slice(v, valueDim),
-                     slice(g, keyDim), slice(beta, 0), noState);
+    EarlyWrites writes(b, loc, local, bi, start, hi, c);
+    auto emit = [&](ChunkValue which, Value value) {
+      switch (which) {
+      case ChunkValue::W:
+        return writes.write(0, value);
+      case ChunkValue::U:
+        return writes.write(1, value);
+      case ChunkValue::KDecayed:
+        return writes.write(2, value);
+      case ChunkValue::QDecayed:
+        return writes.write(3, value);
+      case ChunkValue::Aqk:
+        return writes.write(4, value);
+      case ChunkValue::Inverse:
+        return writes.write(6, value);
+      case ChunkValue::KeyKey:
+        return writes.write(7, value);
+      }
+    };
+    ChunkForward f = chunkForward(slice(q, keyDim), slice(k, keyDim),
+                                  slice(v, valueDim), slice(g, keyDim),
+                                  slice(beta, 0), noState, StoredChunk(), emit);
     Value lastDecay = tb.map(
         f.lastRow, f32(), [](OpBuilder &nested, Location l, ValueRange args) {
           return math::ExpOp::create(nested, l, args[0]);
         });
-    b.setInsertionPointToEnd(local.getTerminator().getBody());
-    ValueRange outs = local.getRegionIterArgs();
-    writeRows(b, loc, f.w, outs[0], bi, start, hi);
-    writeRows(b, loc, f.u, outs[1], bi, start, hi);
-    writeRows(b, loc, f.kDecayed, outs[2], bi, start, hi);
-    writeRows(b, loc, f.qDecayed, outs[3], bi, start, hi);
-    writeRows(b, loc, f.aqk, outs[4], bi, start, hi);
-    tensor::ParallelInsertSliceOp::create(
-        b, lastDecay, outs[5], ArrayRef<OpFoldResult>{bi, c, hi, attr(0)},
-        ArrayRef<OpFoldResult>{attr(1), attr(1), attr(1), attr(keyDim)},
-        ArrayRef<OpFoldResult>{attr(1), attr(1), attr(1), attr(1)});
-    writeRows(b, loc, f.m, outs[6], bi, start, hi);
-    writeRows(b, loc, f.keyKey, outs[7], bi, start, hi);
+    writes.write(5, lastDecay, /*perChunk=*/true);
+    writes.finish();
   }
   Value wAll = local.getResult(0), uAll = local.getResult(1),
         kdAll = local.getResult(2), qdAll = local.getResult(3),
@@ -552,17 +644,24 @@ SmallVector<Value> KDATiler::buildGrad(KDAGradOp op) {
         ArrayRef<OpFoldResult>{attr(1), attr(1), attr(1), attr(1)});
   }
 
-  // (3) Every chunk's gradients from its boundary state and adjoint.
-  SmallVector<Value> inits = {empty({batch, padded, heads, attr(keyDim)}),
-                              empty({batch, padded, heads, attr(keyDim)}),
-                              empty({batch, padded, heads, attr(valueDim)}),
-                              empty({batch, padded, heads, attr(keyDim)}),
-                              empty({batch, padded, heads})};
-  scf::ForallOp forall;
+  // (3) Every chunk's gradients from its boundary state and adjoint, in two
+  // halves so that each one's tiles fit a block's shared memory: (3a) all
+  // but the pairwise terms of Aqk and KK, which (3b) adds from their
+  // adjoints.
+  SmallVector<Value> localGradInits = {
+      empty({batch, padded, heads, attr(valueDim)}),
+      empty({batch, padded, heads}),
+      empty({batch, padded, heads, attr(chunk)}),
+      empty({batch, padded, heads, attr(chunk)}),
+      empty({batch, padded, heads, attr(keyDim)}),
+      empty({batch, padded, heads, attr(keyDim)}),
+      empty({batch, padded, heads, attr(keyDim)}),
+      empty({batch, numChunks, heads, attr(keyDim)})};
+  scf::ForallOp localGrads;
   {
     OpBuilder::InsertionGuard guard(b);
-    ChunkLoop loop = openChunkLoop(inits);
-    forall = loop.op;
+    ChunkLoop loop = openChunkLoop(localGradInits);
+    localGrads = loop.op;
     Value bi = loop.bi, hi = loop.hi, c = loop.c, start = loop.start;
     auto slice = [&](Value x, int64_t width) {
       return sliceChunk(b, loc, x, bi, start, hi, chunk, width);
@@ -585,15 +684,45 @@ SmallVector<Value> KDATiler::buildGrad(KDAGradOp op) {
         chunkForward(slice(q, keyDim), slice(k, keyDim), slice(v, valueDim),
                      slice(g, keyDim), slice(beta, 0),
                      boundary(sweeps.getResult(0)), stored);
-    ChunkGradients d =
-        chunkBackward(f, slice(dOut, valueDim), boundary(sweeps.getResult(1)));
-    b.setInsertionPointToEnd(forall.getTerminator().getBody());
-    ValueRange outs = forall.getRegionIterArgs();
-    writeRows(b, loc, d.dq, outs[0], bi, start, hi);
-    writeRows(b, loc, d.dk, outs[1], bi, start, hi);
-    writeRows(b, loc, d.dv, outs[2], bi, start, hi);
-    writeRows(b, loc, d.dg, outs[3], bi, start, hi);
-    writeRows(b, loc, d.dbeta, outs[4], bi, start, hi);
+    EarlyWrites writes(b, loc, localGrads, bi, start, hi, c);
+    chunkBackwardLocal(f, slice(dOut, valueDim), boundary(sweeps.getResult(1)),
+                       [&](Value value, unsigned index) {
+                         writes.write(index, value, /*perChunk=*/index == 7);
+                       });
+    writes.finish();
+  }
+
+  SmallVector<Value> inits = {empty({batch, padded, heads, attr(keyDim)}),
+                              empty({batch, padded, heads, attr(keyDim)}),
+                              empty({batch, padded, heads, attr(keyDim)})};
+  scf::ForallOp pairwise;
+  {
+    OpBuilder::InsertionGuard guard(b);
+    ChunkLoop loop = openChunkLoop(inits);
+    pairwise = loop.op;
+    Value bi = loop.bi, hi = loop.hi, c = loop.c, start = loop.start;
+    auto slice = [&](Value x, int64_t width) {
+      return sliceChunk(b, loc, x, bi, start, hi, chunk, width);
+    };
+    ChunkForward f =
+        chunkRows(slice(q, keyDim), slice(k, keyDim), slice(g, keyDim));
+    ChunkLocalGradients d;
+    d.dAqk = slice(localGrads.getResult(2), chunk);
+    d.dKK = slice(localGrads.getResult(3), chunk);
+    d.dqLocal = slice(localGrads.getResult(4), keyDim);
+    d.dkLocal = slice(localGrads.getResult(5), keyDim);
+    d.dGammaLocal = slice(localGrads.getResult(6), keyDim);
+    d.dLast = tensor::ExtractSliceOp::create(
+        b, RankedTensorType::get({keyDim}, f32()), localGrads.getResult(7),
+        ArrayRef<OpFoldResult>{bi, c, hi, attr(0)},
+        ArrayRef<OpFoldResult>{attr(1), attr(1), attr(1), attr(keyDim)},
+        ArrayRef<OpFoldResult>{attr(1), attr(1), attr(1), attr(1)});
+    ChunkGradients grads = chunkBackwardPairwise(f, d);
+    b.setInsertionPointToEnd(pairwise.getTerminator().getBody());
+    ValueRange outs = pairwise.getRegionIterArgs();
+    writeRows(b, loc, grads.dq, outs[0], bi, start, hi);
+    writeRows(b, loc, grads.dk, outs[1], bi, start, hi);
+    writeRows(b, loc, grads.dg, outs[2], bi, start, hi);
   }
 
   // Drop the padding, restore element types and the state layout.
@@ -611,11 +740,11 @@ SmallVector<Value> KDATiler::buildGrad(KDAGradOp op) {
       result = tensor::CastOp::create(b, like.getType(), result);
     return result;
   };
-  SmallVector<Value> results = {unpad(forall.getResult(0), op.getDQuery()),
-                                unpad(forall.getResult(1), op.getDKey()),
-                                unpad(forall.getResult(2), op.getDValue()),
-                                unpad(forall.getResult(3), op.getDLogDecay()),
-                                unpad(forall.getResult(4), op.getDBeta())};
+  SmallVector<Value> results = {unpad(pairwise.getResult(0), op.getDQuery()),
+                                unpad(pairwise.getResult(1), op.getDKey()),
+                                unpad(localGrads.getResult(0), op.getDValue()),
+                                unpad(pairwise.getResult(2), op.getDLogDecay()),
+                                unpad(localGrads.getResult(1), op.getDBeta())};
   Value dInitial = sweeps.getResult(2);
   if (valueMajor) {
     Value init = tensor::EmptyOp::create(

@@ -327,32 +327,41 @@ std::pair<Value, Value> KDATiler::diagonalGuarded(Value q, Value k, Value gamma,
 // One chunk
 //===----------------------------------------------------------------------===//
 
-ChunkForward KDATiler::chunkForward(Value q, Value k, Value v, Value g,
-                                    Value beta, Value state,
-                                    const StoredChunk &stored) {
+ChunkForward KDATiler::chunkRows(Value q, Value k, Value g) {
   ChunkForward f;
   // Q = s q; Gamma = in-chunk inclusive cumsum of g, as Tril(1) . g.
   f.q = scaled(q, config.scale);
   f.k = k;
-  f.v = v;
   f.g = g;
+  f.lowerOnes = lowerOnesMatrix();
+  f.gamma = tb.matmul(f.lowerOnes, g, false, false);
+  if (config.path == DiagonalPath::Guarded)
+    for (int64_t a = 0; a < chunk / subChunk; ++a)
+      f.safe.push_back(guardCondition(rowsOf(f.gamma, a * subChunk, subChunk),
+                                      rowsOf(g, a * subChunk, subChunk)));
+  return f;
+}
+
+ChunkForward
+KDATiler::chunkForward(Value q, Value k, Value v, Value g, Value beta,
+                       Value state, const StoredChunk &stored,
+                       function_ref<void(ChunkValue, Value)> emit) {
+  auto done = [&](ChunkValue which, Value value) {
+    if (emit)
+      emit(which, value);
+  };
+  ChunkForward f = chunkRows(q, k, g);
+  f.v = v;
   f.beta = beta;
   f.state = state;
   q = f.q;
-  f.lowerOnes = lowerOnesMatrix();
-  Value gamma = tb.matmul(f.lowerOnes, g, false, false);
-  f.gamma = gamma;
+  Value gamma = f.gamma;
 
-  // The intra-chunk matrices Aqk and KK from a grid of c x c tiles (only
-  // the guarded path's verdicts when both are stored).
+  // The intra-chunk matrices Aqk and KK from a grid of c x c tiles.
   int64_t numTiles = chunk / subChunk;
   if (stored.aqk && stored.keyKey) {
     f.aqk = stored.aqk;
     f.keyKey = stored.keyKey;
-    if (config.path == DiagonalPath::Guarded)
-      for (int64_t a = 0; a < numTiles; ++a)
-        f.safe.push_back(guardCondition(rowsOf(gamma, a * subChunk, subChunk),
-                                        rowsOf(g, a * subChunk, subChunk)));
   }
   Value aqk, kk;
   if (!f.aqk) {
@@ -387,8 +396,7 @@ ChunkForward KDATiler::chunkForward(Value q, Value k, Value v, Value g,
       diagonal = diagonalPerPosition(qa, ka, ga);
       break;
     case DiagonalPath::Guarded:
-      f.safe.push_back(guardCondition(ga, gRows));
-      diagonal = diagonalGuarded(qa, ka, ga, gRows, f.safe.back());
+      diagonal = diagonalGuarded(qa, ka, ga, gRows, f.safe[a]);
       break;
     }
     aqk = insertAt(diagonal.first, aqk, a * subChunk, a * subChunk);
@@ -397,6 +405,8 @@ ChunkForward KDATiler::chunkForward(Value q, Value k, Value v, Value g,
   if (!f.aqk) {
     f.aqk = aqk;
     f.keyKey = kk;
+    done(ChunkValue::Aqk, aqk);
+    done(ChunkValue::KeyKey, kk);
   }
 
   // M = (I + L)^-1 by forward substitution: row i = e_i - L[i, :] M, which
@@ -440,6 +450,7 @@ ChunkForward KDATiler::chunkForward(Value q, Value k, Value v, Value g,
           scf::YieldOp::create(nb, ValueRange{updated});
         });
     f.m = substitution.getResult(0);
+    done(ChunkValue::Inverse, f.m);
   }
 
   // W = M (beta K exp(Gamma)), U = M (beta V), Vn = U - W S.
@@ -449,10 +460,21 @@ ChunkForward KDATiler::chunkForward(Value q, Value k, Value v, Value g,
                    });
   f.kBeta = scaleRows(k, beta, f.decay);
   f.vBeta = scaleRows(v, beta);
-  f.w = stored.w ? stored.w : tb.matmul(f.m, f.kBeta, false, false);
-  f.u = stored.u ? stored.u : tb.matmul(f.m, f.vBeta, false, false);
+  auto computed = [&](Value storedValue, ChunkValue which,
+                      function_ref<Value()> compute) {
+    if (storedValue)
+      return storedValue;
+    Value value = compute();
+    done(which, value);
+    return value;
+  };
+  f.w = computed(stored.w, ChunkValue::W,
+                 [&] { return tb.matmul(f.m, f.kBeta, false, false); });
+  f.u = computed(stored.u, ChunkValue::U,
+                 [&] { return tb.matmul(f.m, f.vBeta, false, false); });
   f.pseudoValues = subtract(f.u, tb.matmul(f.w, state, false, false));
-  f.qDecayed = stored.qDecayed ? stored.qDecayed : tb.multiply(q, f.decay);
+  f.qDecayed = computed(stored.qDecayed, ChunkValue::QDecayed,
+                        [&] { return tb.multiply(q, f.decay); });
   f.lastRow = rowOf(gamma, attr(chunk - 1));
   // exp(Gamma_last - Gamma) from the suffix sums sum_{j > i} g_j, not from
   // the difference of two cumulative sums: near the chunk's end that
@@ -463,7 +485,8 @@ ChunkForward KDATiler::chunkForward(Value q, Value k, Value v, Value g,
                        [](OpBuilder &nested, Location loc, ValueRange args) {
                          return math::ExpOp::create(nested, loc, args[0]);
                        });
-  f.kDecayed = stored.kDecayed ? stored.kDecayed : tb.multiply(k, f.tailDecay);
+  f.kDecayed = computed(stored.kDecayed, ChunkValue::KDecayed,
+                        [&] { return tb.multiply(k, f.tailDecay); });
   return f;
 }
 
