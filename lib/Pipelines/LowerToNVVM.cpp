@@ -108,6 +108,7 @@ void mlir::moe::buildLowerToNVVMPipeline(OpPassManager &pm,
       options.matmulPrecision == "exact" ? "fp32" : "tf32";
   mapOptions.shareTileMemory = options.shareTileMemory;
   mapOptions.tileBlocksPerSM = options.tileBlocksPerSM;
+  mapOptions.sharedMemoryBytes = options.sharedMemoryBytes;
   mapOptions.partialSharedMemoryBytes = options.partialSharedMemoryBytes;
   mapOptions.shareSpilledTiles = options.shareSpilledTiles;
   mapOptions.elideBarriers = options.elideBarriers;

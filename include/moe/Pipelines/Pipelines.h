@@ -135,6 +135,13 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
       llvm::cl::desc("Tile buffers whose lifetimes do not overlap share "
                      "bytes (-moe-map-forall-to-gpu's share-tile-memory)"),
       llvm::cl::init(false)};
+  PassOptions::Option<int64_t> sharedMemoryBytes{
+      *this, "shared-memory-bytes",
+      llvm::cl::desc("Most dynamic shared memory per block for a tile "
+                     "program's tiles (-moe-map-forall-to-gpu's "
+                     "shared-memory-bytes); the default is what one block "
+                     "of an H100 or H200 may have (227 KiB)"),
+      llvm::cl::init(232448)};
   PassOptions::Option<int64_t> partialSharedMemoryBytes{
       *this, "partial-shared-memory-bytes",
       llvm::cl::desc("Shared memory per block for the most accessed tiles "
