@@ -653,6 +653,9 @@ def run_model(args, model, device, hp_args):
     print(f"probe (kda {impl.kda}, fla conv/norm {impl.fla_conv}, experts {impl.experts}, "
           f"recompute {level}): forward + backward {result['probe_seconds']:.1f} s "
           f"(fla autotunes here), loss {loss:.6f}", flush=True)
+    if cuda and impl.kda != "fla":
+        print(f"WARNING: KDA runs as '{impl.kda}' ({result['fla']}): this is not the "
+              f"PyTorch + fla peer, and its time is not that peer's", flush=True)
 
     # Phase 2: the same first steps twice.
     torch.use_deterministic_algorithms(args.deterministic, warn_only=True)

@@ -25,8 +25,10 @@
 # CUDA graph after step 2, --cuda-graph; off), MOE_TRAIN_KEEP_INPUTS (1:
 # keep the weights and batches both trained on, params0/ and batches.bin;
 # by default they go at the end: hundreds of files that a device call's
-# returned results have no room for). Results in $OUT (if set) or
-# MOE_TRAIN_OUT.
+# returned results have no room for), MOE_FLA (fla's source tree, default
+# .peers/fla or .peers/flash-linear-attention: without one the peer is not
+# run, MOE_TRAIN_PEER_WITHOUT_FLA=1 runs it with PyTorch's chunked KDA and no
+# ratio). Results in $OUT (if set) or MOE_TRAIN_OUT.
 set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -68,12 +70,32 @@ if ((done_steps == 0)); then
   exit 1
 fi
 
-python3 "$root/bench/train/peer.py" --model "$model" --batch-size "$batch" \
-  --seq-len "$length" --params "$results/params0" --batches "$results/batches.bin" \
-  --steps "$done_steps" --iters "$iters" --out "$results" > "$results/peer.out" 2>&1
-peer_rc=$?
-tail -25 "$results/peer.out"
-[[ $peer_rc != 0 ]] && echo "peer.py exited with $peer_rc"
+# The peer is PyTorch + fla: without fla's source its KDA would be the
+# chunked PyTorch reference, whose time is not the peer's. It is not run
+# then (MOE_TRAIN_PEER_WITHOUT_FLA=1 runs it anyway, and the table below
+# says so instead of giving a ratio).
+if [[ -n ${MOE_FLA:-} ]]; then
+  fla_dirs=("$MOE_FLA")
+else
+  fla_dirs=("$root/.peers/fla" "$root/.peers/flash-linear-attention")
+fi
+have_fla=0
+for dir in "${fla_dirs[@]}"; do [[ -d $dir/fla ]] && have_fla=1; done
+rm -f "$results/train-peer-$model.json"
+if ((have_fla)) || [[ ${MOE_TRAIN_PEER_WITHOUT_FLA:-0} == 1 ]]; then
+  fla_arg=()
+  [[ -n ${MOE_FLA:-} ]] && fla_arg=(--fla "$MOE_FLA")
+  python3 "$root/bench/train/peer.py" --model "$model" --batch-size "$batch" \
+    --seq-len "$length" --params "$results/params0" --batches "$results/batches.bin" \
+    --steps "$done_steps" --iters "$iters" --out "$results" "${fla_arg[@]}" \
+    > "$results/peer.out" 2>&1
+  peer_rc=$?
+  tail -25 "$results/peer.out"
+  [[ $peer_rc != 0 ]] && echo "peer.py exited with $peer_rc"
+else
+  echo "error: the peer was not run: no fla source in ${fla_dirs[*]} (carry .peers/fla," \
+    "or set MOE_FLA; MOE_TRAIN_PEER_WITHOUT_FLA=1 runs it with PyTorch's chunked KDA)" >&2
+fi
 
 python3 - "$results" "$model" "$batch" "$length" <<'PY'
 import json, os, re, statistics, sys
@@ -109,14 +131,21 @@ if os.path.exists(peer_path):
         "gemm_bf16_8192_tflops", "copy_tb_per_s")}
     summary["peer"]["loss"] = peer["curve"]["loss"]
     peer_ms = peer["ms_per_step"]
-    print(f"{'PyTorch + fla':18} {peer_ms:10.2f} {peer['tokens_per_s']:12.0f} "
+    with_fla = peer.get("kda") == "fla"
+    summary["peer"]["kda"] = peer.get("kda")
+    label = "PyTorch + fla" if with_fla else f"PyTorch, kda {peer.get('kda')}"
+    print(f"{label:18} {peer_ms:10.2f} {peer['tokens_per_s']:12.0f} "
           f"{peer['peak_memory_gib']:9.3f}")
-    summary["ratio"] = peer_ms / our_ms
+    if not with_fla:
+        print(f"WARNING: the peer's KDA ran as '{peer.get('kda')}' ({peer.get('fla')}), "
+              f"not fla's chunk_kda: its time is not PyTorch + fla's, and there is no ratio")
+    summary["ratio"] = peer_ms / our_ms if with_fla else None
     flops = peer["model_flops_per_step"]["total"]
     gemm = peer.get("gemm_bf16_8192_tflops")
     ours_mfu = flops / (our_ms * 1e-3) / 1e12 / gemm if gemm else None
     summary["ours"]["mfu"] = ours_mfu
-    print(f"ratio (peer ms / our ms): {peer_ms / our_ms:.4f}x; MFU ours "
+    ratio = f"{peer_ms / our_ms:.4f}x" if with_fla else "none (no fla)"
+    print(f"ratio (peer ms / our ms): {ratio}; MFU ours "
           f"{ours_mfu if ours_mfu is not None else float('nan'):.4f}, peer "
           f"{peer['mfu'] if peer.get('mfu') is not None else float('nan'):.4f} "
           f"(model {flops / 1e12:.3f} TFLOP per step)")
