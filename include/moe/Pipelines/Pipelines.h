@@ -140,8 +140,9 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
       llvm::cl::desc("Most dynamic shared memory per block for a tile "
                      "program's tiles (-moe-map-forall-to-gpu's "
                      "shared-memory-bytes); the default is what one block "
-                     "of an H100 or H200 may have (227 KiB)"),
-      llvm::cl::init(232448)};
+                     "of an H100 or H200 may have (227 KiB), less 1 KiB for "
+                     "the kernel's static shared memory"),
+      llvm::cl::init(231424)};
   PassOptions::Option<int64_t> partialSharedMemoryBytes{
       *this, "partial-shared-memory-bytes",
       llvm::cl::desc("Shared memory per block for the most accessed tiles "

@@ -1,6 +1,7 @@
-// moe-lower-to-nvvm gives a tile program up to 227 KiB of shared memory per
-// block (shared-memory-bytes=232448, all that one block of an H100 or H200
-// may have): six live 64 x 128 f32 matmul results and their product take
+// moe-lower-to-nvvm gives a tile program up to 226 KiB of shared memory per
+// block (shared-memory-bytes=231424: the 227 KiB that one block of an H100
+// or H200 may have, less 1 KiB for the kernel's static shared memory): six
+// live 64 x 128 f32 matmul results and their product take
 // 229376 bytes, all in shared memory and no global scratch. With the pass's
 // own default (200704) the same program keeps 196608 bytes in shared memory
 // and allocates a scratch slice per block for the rest.
