@@ -84,6 +84,19 @@ struct ChunkLocalGradients {
   Value dv, dbeta, dAqk, dKK, dqLocal, dkLocal, dGammaLocal, dLast;
 };
 
+/// The members of ChunkLocalGradients, in their order: the index of each
+/// one's output in the backward's stage that stores them.
+enum LocalGradient : unsigned {
+  DValue,
+  DBeta,
+  DAqk,
+  DKeyKey,
+  DQueryLocal,
+  DKeyLocal,
+  DGammaLocal,
+  DLast
+};
+
 /// Builds the tiled computation of one op at one location.
 class KDATiler {
 public:
@@ -162,12 +175,11 @@ private:
   //===--- Backward (KDATilingGrad.cpp) -------------------------------===//
 
   /// Section 1.7 for one chunk, given dO `[C, V]` and dS' `[K, V]`, up to
-  /// the adjoints of Aqk and KK; `emit(value, index)`, when given, is called
-  /// as soon as each result is whole, with its index in the order of
-  /// ChunkLocalGradients' members.
+  /// the adjoints of Aqk and KK; `emit(value, which)`, when given, is
+  /// called as soon as each result is whole.
   ChunkLocalGradients
   chunkBackwardLocal(const ChunkForward &f, Value dOut, Value dNext,
-                     function_ref<void(Value, unsigned)> emit = {});
+                     function_ref<void(Value, LocalGradient)> emit = {});
   /// The pairwise terms of Aqk and KK for the rows of `f` (those that
   /// chunkRows sets) added to `local`: dq, dk and dg (the rest null).
   ChunkGradients chunkBackwardPairwise(const ChunkForward &f,

@@ -137,14 +137,14 @@ SmallVector<Value> KDATiler::diagonalGradPerPosition(Value dAqk, Value dKK,
 
 ChunkLocalGradients
 KDATiler::chunkBackwardLocal(const ChunkForward &f, Value dOut, Value dNext,
-                             function_ref<void(Value, unsigned)> emit) {
+                             function_ref<void(Value, LocalGradient)> emit) {
   ChunkLocalGradients d;
   // Each result goes to `emit` as soon as it is whole, and the terms are
   // ordered so that few [C, K] tiles are live at once.
-  auto done = [&](Value &field, Value value, unsigned index) {
+  auto done = [&](Value &field, Value value, LocalGradient which) {
     field = value;
     if (emit)
-      emit(value, index);
+      emit(value, which);
   };
   // The adjoint of the pseudo-values (section 1.7): dVn = Aqk^T dO + Kd dS'.
   Value dPseudo = tb.add(tb.matmul(f.aqk, dOut, true, false),
@@ -156,7 +156,7 @@ KDATiler::chunkBackwardLocal(const ChunkForward &f, Value dOut, Value dNext,
   done(d.dAqk,
        lowerPart(tb.matmul(dOut, f.pseudoValues, false, true),
                  /*strict=*/true),
-       2);
+       DAqk);
   Value dAqkDiagonal = rowSumOf(tb.multiply(dOut, f.pseudoValues));
 
   // The terms of dq / s, dk and dGamma that are not pairwise, through the
@@ -168,7 +168,7 @@ KDATiler::chunkBackwardLocal(const ChunkForward &f, Value dOut, Value dNext,
   // plus, on dGamma's last row, sum_rows(Y Kd) + exp(G_last) rowsum(dS' S).
   Value x = tb.matmul(dOut, f.state, false, true);
   done(d.dqLocal, tb.add(tb.multiply(x, f.decay), scaleRows(f.k, dAqkDiagonal)),
-       4);
+       DQueryLocal);
   Value y = tb.matmul(f.pseudoValues, dNext, false, true);
   Value yKd = tb.multiply(y, f.kDecayed);
   Value lastDecay = tb.map(
@@ -178,7 +178,7 @@ KDATiler::chunkBackwardLocal(const ChunkForward &f, Value dOut, Value dNext,
   done(d.dLast,
        tb.add(columnSums(yKd),
               tb.multiply(lastDecay, rowSumOf(tb.multiply(dNext, f.state)))),
-       7);
+       DLast);
   // Through Vn = U - W S and W = M Kb.
   Value dW = scaled(tb.matmul(dPseudo, f.state, false, true), -1.0);
   Value dKb = tb.matmul(f.m, dW, true, false);
@@ -186,15 +186,15 @@ KDATiler::chunkBackwardLocal(const ChunkForward &f, Value dOut, Value dNext,
        tb.add(
            tb.add(tb.multiply(y, f.tailDecay), scaleRows(dKb, f.beta, f.decay)),
            scaleRows(f.q, dAqkDiagonal)),
-       5);
+       DKeyLocal);
   done(d.dGammaLocal,
        tb.add(subtract(tb.multiply(x, f.qDecayed), yKd),
               tb.multiply(dKb, f.kBeta)),
-       6);
+       DGammaLocal);
 
   // Through U = M (beta V).
   Value mdU = tb.matmul(f.m, dPseudo, true, false);
-  done(d.dv, scaleRows(mdU, f.beta), 0);
+  done(d.dv, scaleRows(mdU, f.beta), DValue);
   Value dBeta = tb.add(rowSumOf(tb.multiply(mdU, f.v)),
                        rowSumOf(tb.multiply(dKb, tb.multiply(f.k, f.decay))));
 
@@ -206,8 +206,8 @@ KDATiler::chunkBackwardLocal(const ChunkForward &f, Value dOut, Value dNext,
       scaled(tb.matmul(tb.matmul(f.m, dM, true, false), f.m, false, true),
              -1.0),
       /*strict=*/true);
-  done(d.dbeta, tb.add(dBeta, rowSumOf(tb.multiply(dL, f.keyKey))), 1);
-  done(d.dKK, scaleRows(dL, f.beta), 3);
+  done(d.dbeta, tb.add(dBeta, rowSumOf(tb.multiply(dL, f.keyKey))), DBeta);
+  done(d.dKK, scaleRows(dL, f.beta), DKeyKey);
   return d;
 }
 
@@ -463,6 +463,12 @@ SmallVector<Value> KDATiler::buildGrad(KDAGradOp op) {
   struct ChunkLoop {
     scf::ForallOp op;
     Value bi, hi, c, start;
+    /// The chunk's `[C, width]` (or `[C]`) rows of a `[B, P, H, width]`
+    /// (or `[B, P, H]`) tensor.
+    Value slice(OpBuilder &b, Location loc, Value x, int64_t chunk,
+                int64_t width) const {
+      return sliceChunk(b, loc, x, bi, start, hi, chunk, width);
+    }
   };
   auto openChunkLoop = [&](ArrayRef<Value> inits) {
     auto loop = scf::ForallOp::create(
@@ -481,7 +487,7 @@ SmallVector<Value> KDATiler::buildGrad(KDAGradOp op) {
     local = loop.op;
     Value bi = loop.bi, hi = loop.hi, c = loop.c, start = loop.start;
     auto slice = [&](Value x, int64_t width) {
-      return sliceChunk(b, loc, x, bi, start, hi, chunk, width);
+      return loop.slice(b, loc, x, chunk, width);
     };
     Value noState = tb.filled({attr(keyDim), attr(valueDim)}, f32(), 0.0);
     EarlyWrites writes(b, loc, local, bi, start, hi, c);
@@ -664,7 +670,7 @@ SmallVector<Value> KDATiler::buildGrad(KDAGradOp op) {
     localGrads = loop.op;
     Value bi = loop.bi, hi = loop.hi, c = loop.c, start = loop.start;
     auto slice = [&](Value x, int64_t width) {
-      return sliceChunk(b, loc, x, bi, start, hi, chunk, width);
+      return loop.slice(b, loc, x, chunk, width);
     };
     auto boundary = [&](Value tiles) -> Value {
       return tensor::ExtractSliceOp::create(
@@ -686,8 +692,9 @@ SmallVector<Value> KDATiler::buildGrad(KDAGradOp op) {
                      boundary(sweeps.getResult(0)), stored);
     EarlyWrites writes(b, loc, localGrads, bi, start, hi, c);
     chunkBackwardLocal(f, slice(dOut, valueDim), boundary(sweeps.getResult(1)),
-                       [&](Value value, unsigned index) {
-                         writes.write(index, value, /*perChunk=*/index == 7);
+                       [&](Value value, LocalGradient which) {
+                         writes.write(which, value,
+                                      /*perChunk=*/which == DLast);
                        });
     writes.finish();
   }
@@ -702,18 +709,18 @@ SmallVector<Value> KDATiler::buildGrad(KDAGradOp op) {
     pairwise = loop.op;
     Value bi = loop.bi, hi = loop.hi, c = loop.c, start = loop.start;
     auto slice = [&](Value x, int64_t width) {
-      return sliceChunk(b, loc, x, bi, start, hi, chunk, width);
+      return loop.slice(b, loc, x, chunk, width);
     };
     ChunkForward f =
         chunkRows(slice(q, keyDim), slice(k, keyDim), slice(g, keyDim));
     ChunkLocalGradients d;
-    d.dAqk = slice(localGrads.getResult(2), chunk);
-    d.dKK = slice(localGrads.getResult(3), chunk);
-    d.dqLocal = slice(localGrads.getResult(4), keyDim);
-    d.dkLocal = slice(localGrads.getResult(5), keyDim);
-    d.dGammaLocal = slice(localGrads.getResult(6), keyDim);
+    d.dAqk = slice(localGrads.getResult(DAqk), chunk);
+    d.dKK = slice(localGrads.getResult(DKeyKey), chunk);
+    d.dqLocal = slice(localGrads.getResult(DQueryLocal), keyDim);
+    d.dkLocal = slice(localGrads.getResult(DKeyLocal), keyDim);
+    d.dGammaLocal = slice(localGrads.getResult(DGammaLocal), keyDim);
     d.dLast = tensor::ExtractSliceOp::create(
-        b, RankedTensorType::get({keyDim}, f32()), localGrads.getResult(7),
+        b, RankedTensorType::get({keyDim}, f32()), localGrads.getResult(DLast),
         ArrayRef<OpFoldResult>{bi, c, hi, attr(0)},
         ArrayRef<OpFoldResult>{attr(1), attr(1), attr(1), attr(keyDim)},
         ArrayRef<OpFoldResult>{attr(1), attr(1), attr(1), attr(1)});
@@ -740,11 +747,12 @@ SmallVector<Value> KDATiler::buildGrad(KDAGradOp op) {
       result = tensor::CastOp::create(b, like.getType(), result);
     return result;
   };
-  SmallVector<Value> results = {unpad(pairwise.getResult(0), op.getDQuery()),
-                                unpad(pairwise.getResult(1), op.getDKey()),
-                                unpad(localGrads.getResult(0), op.getDValue()),
-                                unpad(pairwise.getResult(2), op.getDLogDecay()),
-                                unpad(localGrads.getResult(1), op.getDBeta())};
+  SmallVector<Value> results = {
+      unpad(pairwise.getResult(0), op.getDQuery()),
+      unpad(pairwise.getResult(1), op.getDKey()),
+      unpad(localGrads.getResult(DValue), op.getDValue()),
+      unpad(pairwise.getResult(2), op.getDLogDecay()),
+      unpad(localGrads.getResult(DBeta), op.getDBeta())};
   Value dInitial = sweeps.getResult(2);
   if (valueMajor) {
     Value init = tensor::EmptyOp::create(
