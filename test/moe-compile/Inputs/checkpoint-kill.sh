@@ -98,12 +98,15 @@ trial_random() {
 }
 
 # Every stage of the second save (the first one complete), the pruning of
-# step 2 by the save of step 6, two stages of the first save, one random
-# stage, and random delays.
+# step 2 by the save of step 6, the pruning by the last save (the run
+# resumed there has no step left, and must still clear what it left: a
+# random delay once killed a run there), two stages of the first save, one
+# random stage, and random delays.
 for stage in 0 1 2 3 4 5 6 7; do
   trial_at "step4-stage$stage" 4 "$stage"
 done
 trial_at step6-stage8 6 8
+trial_at step8-stage8 8 8
 trial_at step2-stage2 2 2
 trial_at step2-stage6 2 6
 random_step=$((2 * (RANDOM % 3 + 1)))

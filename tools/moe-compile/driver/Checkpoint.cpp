@@ -135,8 +135,9 @@ listCheckpoints(const std::string &saveDir) {
   return found;
 }
 
-/// Removes what interrupted saves left: .tmp-* entries.
-void removeLeftovers(const std::string &saveDir) {
+} // namespace
+
+void moe_driver::removeInterruptedSaves(const std::string &saveDir) {
   DIR *dir = opendir(saveDir.c_str());
   if (!dir)
     return;
@@ -148,6 +149,8 @@ void removeLeftovers(const std::string &saveDir) {
   for (const std::string &path : stale)
     removeTree(path);
 }
+
+namespace {
 
 /// The name in `saveDir`/latest, or "".
 std::string readLatest(const std::string &saveDir) {
@@ -233,7 +236,7 @@ std::string moe_driver::saveCheckpoint(const std::string &saveDir, int64_t step,
                                        const float *params, const float *m,
                                        const float *v, const Json &state) {
   makeDirectory(saveDir);
-  removeLeftovers(saveDir);
+  removeInterruptedSaves(saveDir);
   std::string name = stepName(step);
   std::string temp = saveDir + "/.tmp-" + name;
   std::string final = saveDir + "/" + name;
@@ -362,7 +365,7 @@ std::string moe_driver::saveCheckpoint(const std::string &saveDir, int64_t step,
       removeTree(doomed);
     }
   }
-  removeLeftovers(saveDir);
+  removeInterruptedSaves(saveDir);
   return final;
 }
 

@@ -56,6 +56,11 @@ std::string saveCheckpoint(const std::string &saveDir, int64_t step,
                            const float *m, const float *v,
                            const nlohmann::json &state);
 
+/// Removes what interrupted saves left in `saveDir` (its .tmp-* entries:
+/// unfinished checkpoints, half-pruned ones, a latest not yet renamed). A
+/// save does this too, but a run resumed at its last step saves nothing.
+void removeInterruptedSaves(const std::string &saveDir);
+
 /// The checkpoint directory that --resume=`what` names: `latest` (the one
 /// that `saveDir`/latest names), a checkpoint directory, or a save
 /// directory (its latest). Exits with an error when there is none.

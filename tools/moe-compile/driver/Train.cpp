@@ -289,6 +289,10 @@ int moe_driver::runTraining(int argc, char **argv, const Manifest &manifest) {
   // Every rank draws the same global batch and trains on its rows.
   const int64_t localBatch = options.batch / group.ranks;
   const int64_t firstRow = group.rank * localBatch;
+  // What a killed save left (rank 0 writes the saves): gone now, even when
+  // this run saves nothing (resumed at its last step).
+  if (!options.saveDir.empty() && group.rank == 0)
+    removeInterruptedSaves(options.saveDir);
   if (options.resume.empty())
     initialiseParams(manifest, options.seed, params.get());
   // --init-from: a fresh run (step 0, zero moments) from given parameters;
