@@ -71,19 +71,35 @@ void MoEDedupeGPUModulesPass::runOnOperation() {
   // be redirected: the roots of the symbol references of all other ops are
   // kept.
   llvm::DenseSet<StringAttr> usedOtherwise;
-  module.walk([&](Operation *op) {
-    if (isa<gpu::LaunchFuncOp>(op))
-      return;
-    op->getAttrDictionary().walk([&](SymbolRefAttr ref) {
-      usedOtherwise.insert(ref.getRootReference());
-    });
+  // (A gpu.module's own ops cannot refer to another gpu.module.)
+  module.walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (isa<gpu::GPUModuleOp>(op))
+      return WalkResult::skip();
+    if (!isa<gpu::LaunchFuncOp>(op))
+      op->getAttrDictionary().walk([&](SymbolRefAttr ref) {
+        usedOtherwise.insert(ref.getRootReference());
+      });
+    return WalkResult::advance();
   });
+  // Modules of equal text have equal operation counts: only those that
+  // share their count with another are printed (the kernel generators'
+  // large modules, whose printing was most of this pass's time, rarely do).
+  SmallVector<std::pair<gpu::GPUModuleOp, size_t>> candidates;
+  DenseMap<size_t, unsigned> modulesOfCount;
+  for (gpu::GPUModuleOp gpuModule : module.getOps<gpu::GPUModuleOp>()) {
+    if (usedOtherwise.contains(gpuModule.getSymNameAttr()))
+      continue;
+    size_t ops = 0;
+    gpuModule.walk([&](Operation *) { ++ops; });
+    candidates.push_back({gpuModule, ops});
+    ++modulesOfCount[ops];
+  }
   llvm::StringMap<gpu::GPUModuleOp> firstOfText;
   // A duplicate's name -> the duplicate and the module that replaces it.
   DenseMap<StringAttr, std::pair<gpu::GPUModuleOp, gpu::GPUModuleOp>>
       duplicates;
-  for (gpu::GPUModuleOp gpuModule : module.getOps<gpu::GPUModuleOp>()) {
-    if (usedOtherwise.contains(gpuModule.getSymNameAttr()))
+  for (auto [gpuModule, ops] : candidates) {
+    if (modulesOfCount[ops] < 2)
       continue;
     auto [it, inserted] =
         firstOfText.try_emplace(anonymousText(gpuModule), gpuModule);
