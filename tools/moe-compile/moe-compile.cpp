@@ -1058,6 +1058,8 @@ struct GpuCompileTimes {
   int64_t modules = 0;
   std::optional<int64_t> llvmToPtxMs;
   std::optional<int64_t> ptxasMs;
+  /// Each module's LLVM IR to PTX time and name, slowest first.
+  SmallVector<std::pair<int64_t, std::string>> slowest;
 };
 } // namespace
 
@@ -1079,8 +1081,14 @@ static GpuCompileTimes collectGpuCompileTimes(ModuleOp module) {
       if (DictionaryAttr properties = object.getProperties()) {
         add(times.llvmToPtxMs, properties, "LLVMIRToISATimeInMs");
         add(times.ptxasMs, properties, "ISAToBinaryTimeInMs");
+        if (auto ms = dyn_cast_or_null<IntegerAttr>(
+                properties.get("LLVMIRToISATimeInMs")))
+          times.slowest.push_back({ms.getInt(), binary.getName().str()});
       }
     }
+  });
+  llvm::stable_sort(times.slowest, [](const auto &a, const auto &b) {
+    return a.first > b.first;
   });
   return times;
 }
@@ -1097,9 +1105,17 @@ static void printGpuCompileTimes(const GpuCompileTimes &times) {
     return llvm::format("%10.4f", static_cast<double>(ms) / 1000.0);
   };
   if (times.llvmToPtxMs)
-    os << "  " << seconds(*times.llvmToPtxMs) << "  LLVM IR to PTX (NVPTX)\n";
+    os << "  " << seconds(*times.llvmToPtxMs) << "  LLVM IR to PTX (NVPTX)"
+       << (times.slowest.empty() ? "" : ", of which the slowest modules:")
+       << "\n";
   else
     os << "             LLVM IR to PTX: not reported\n";
+  // Where a compile's kernel time goes: often one or two large kernels
+  // (kimi-tiny's KDA gradient tiles), which a thread compiles alone.
+  constexpr size_t kSlowestShown = 5;
+  for (const auto &[ms, name] :
+       ArrayRef(times.slowest).take_front(kSlowestShown))
+    os << "  " << seconds(ms) << "    " << name << "\n";
   if (times.ptxasMs)
     os << "  " << seconds(*times.ptxasMs) << "  ptxas (PTX to cubin)\n";
   else
