@@ -171,7 +171,7 @@ void mlir::moe::buildLowerToNVVMPipeline(OpPassManager &pm,
   pm.addNestedPass<gpu::GPUModuleOp>(createReconcileUnrealizedCastsPass());
   pm.addPass(createMoEDedupeGPUModules());
   // Serialized first: the host's conversion then walks the host code only,
-  // not every kernel's LLVM dialect ops (a 0.8 s of kimi-tiny's compile).
+  // not every kernel's LLVM dialect ops (0.8 s of kimi-tiny's compile).
   MoEGPUModulesToBinariesOptions binaryOptions;
   binaryOptions.format = options.format;
   pm.addPass(createMoEGPUModulesToBinaries(binaryOptions));

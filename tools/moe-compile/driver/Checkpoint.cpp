@@ -236,7 +236,6 @@ std::string moe_driver::saveCheckpoint(const std::string &saveDir, int64_t step,
                                        const float *params, const float *m,
                                        const float *v, const Json &state) {
   makeDirectory(saveDir);
-  removeInterruptedSaves(saveDir);
   std::string name = stepName(step);
   std::string temp = saveDir + "/.tmp-" + name;
   std::string final = saveDir + "/" + name;

@@ -57,8 +57,9 @@ std::string saveCheckpoint(const std::string &saveDir, int64_t step,
                            const nlohmann::json &state);
 
 /// Removes what interrupted saves left in `saveDir` (its .tmp-* entries:
-/// unfinished checkpoints, half-pruned ones, a latest not yet renamed). A
-/// save does this too, but a run resumed at its last step saves nothing.
+/// unfinished checkpoints, half-pruned ones, a latest not yet renamed).
+/// A run calls it at start-up (a run resumed at its last step saves
+/// nothing), and each save once it is complete.
 void removeInterruptedSaves(const std::string &saveDir);
 
 /// The checkpoint directory that --resume=`what` names: `latest` (the one
