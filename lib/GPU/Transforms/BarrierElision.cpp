@@ -142,12 +142,14 @@ void collect(Operation *root, Region &body, Accesses &accesses) {
     // Register-only NVVM ops that declare no effects.
     if (isa<NVVM::MmaOp, NVVM::ConvertFloatToTF32Op>(op))
       return;
-    if (op->hasTrait<OpTrait::HasRecursiveMemoryEffects>())
-      return; // its nested ops are visited
+    // An op's own effects first: linalg ops on memrefs are both recursive
+    // (their bodies) and declare their operands' reads and writes, and a
+    // tile program leaves some (a one-thread fill or reduction) in place.
     auto effects = dyn_cast<MemoryEffectOpInterface>(op);
     if (!effects) {
-      accesses.unknown = true;
-      return;
+      if (!op->hasTrait<OpTrait::HasRecursiveMemoryEffects>())
+        accesses.unknown = true;
+      return; // a recursive op's nested ops are visited
     }
     SmallVector<MemoryEffects::EffectInstance> instances;
     effects.getEffects(instances);

@@ -139,3 +139,48 @@ func.func @tile_sharing(%out: memref<?x3x64xf32>, %n: index) {
   }
   return
 }
+
+// -----
+
+// A reduction to a scalar runs on one thread (linalg ops left in place under
+// `scf.if`): a barrier stays before the reduction (which reads %a, written
+// by every thread; the fill of %s touches other bytes) and after it (every
+// thread loads its result). Linalg ops on memrefs are recursive and also
+// declare their operands' effects; elision must see the latter (the KDA
+// gradient's guard read a maximum that thread 0 had not yet written).
+
+// CHECK-LABEL: func.func @one_thread_reduction(
+// CHECK:           scf.for
+// CHECK:             memref.store %{{.+}}, %[[A:memspacecast[_0-9]*]]
+// CHECK-NOT:       gpu.barrier
+// CHECK:           scf.if
+// CHECK:             linalg.fill
+// CHECK:           gpu.barrier
+// CHECK:           scf.if
+// CHECK:             linalg.generic
+// CHECK-SAME:          ins(%[[A]] : memref<64xf32>) outs(%[[S:memspacecast[_0-9]*]] : memref<f32>)
+// CHECK:           gpu.barrier
+// CHECK:           memref.load %[[S]][]
+func.func @one_thread_reduction(%x: memref<?x64xf32>, %out: memref<?x64xf32>, %n: index) {
+  %zero = arith.constant 0.0 : f32
+  scf.forall (%i) in (%n) {
+    %a = memref.alloc() : memref<64xf32>
+    %s = memref.alloc() : memref<f32>
+    %row = memref.subview %x[%i, 0] [1, 64] [1, 1] : memref<?x64xf32> to memref<64xf32, strided<[1], offset: ?>>
+    linalg.copy ins(%row : memref<64xf32, strided<[1], offset: ?>>) outs(%a : memref<64xf32>)
+    linalg.fill ins(%zero : f32) outs(%s : memref<f32>)
+    linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>], iterator_types = ["reduction"]} ins(%a : memref<64xf32>) outs(%s : memref<f32>) {
+    ^bb0(%p: f32, %r: f32):
+      %m = arith.maximumf %p, %r : f32
+      linalg.yield %m : f32
+    }
+    %max = memref.load %s[] : memref<f32>
+    %orow = memref.subview %out[%i, 0] [1, 64] [1, 1] : memref<?x64xf32> to memref<64xf32, strided<[1], offset: ?>>
+    linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%a : memref<64xf32>) outs(%orow : memref<64xf32, strided<[1], offset: ?>>) {
+    ^bb0(%p: f32, %o: f32):
+      %d = arith.subf %p, %max : f32
+      linalg.yield %d : f32
+    }
+  }
+  return
+}
