@@ -445,7 +445,8 @@ class Prepare:
                             "cpu_grad_norm": [s["grad_norm"] for s in steps],
                             "tol": table.TRAIN_LOSS.to_json(),
                             "step4_tol": table.TRAIN_LOSS_STEP4.to_json(),
-                            "grad_norm_tol": table.TRAIN_GRAD_NORM.to_json()})
+                            "grad_norm_tol": table.TRAIN_GRAD_NORM.to_json(),
+                            "step4_grad_norm_tol": table.TRAIN_GRAD_NORM_STEP4.to_json()})
             print(f"prepared {case.name}: cpu losses "
                   + ", ".join(f"{s['loss']:.6f}" for s in steps), flush=True)
         return entries
@@ -520,8 +521,10 @@ def describe(case):
         graph = ", CUDA graph replays bit-identical to uncaptured steps" if case.graph else ""
         late = (f" ({table.TRAIN_LOSS_STEP4.rtol:g} from step 4)"
                 if case.steps > 3 else "")
+        late_norm = (f" ({table.TRAIN_GRAD_NORM_STEP4.rtol:g} from step 4)"
+                     if case.steps > 3 else "")
         return (f"{case.name}  [{case.steps} steps: loss rtol {table.TRAIN_LOSS.rtol:g}{late}, "
-                f"grad norm rtol {table.TRAIN_GRAD_NORM.rtol:g}{graph}]")
+                f"grad norm rtol {table.TRAIN_GRAD_NORM.rtol:g}{late_norm}{graph}]")
     return f"{case.name}  [{case.program}]"
 
 

@@ -539,8 +539,10 @@ class Runner:
                                    "error": abs(a[name] - b[name]), "ok": same, "detail": ""})
         for i, step in enumerate(steps):
             loss_tol = case["tol"] if i < 3 else case.get("step4_tol", case["tol"])
+            norm_tol = case["grad_norm_tol"] if i < 3 else \
+                case.get("step4_grad_norm_tol", case["grad_norm_tol"])
             for name, key, tol in (("loss", "cpu_loss", loss_tol),
-                                   ("grad_norm", "cpu_grad_norm", case["grad_norm_tol"])):
+                                   ("grad_norm", "cpu_grad_norm", norm_tol)):
                 ref = case[key][i]
                 error = abs(step[name] - ref) / abs(ref)
                 checks.append({"name": f"step{i + 1}.{name}", "against": "cpu",

@@ -48,7 +48,7 @@
 // CHECK: gpu.launch_func {{.*}}@moe_gemm_kernels::@gemm_256x128t_15 blocks in
 // CHECK-NOT: gpu.launch_func
 // CHECK: gpu.binary @moe_gemm_kernels
-// CHECK-SAME: #nvvm.target<O = 3, chip = "sm_90", features = "+ptx81">
+// CHECK-SAME: #nvvm.target<chip = "sm_90", features = "+ptx81">
 // CHECK-SAME: .visible .entry gemm_256x192_0(
 // CHECK-NOT: cp.async
 // CHECK-SAME: ld.global.v4

@@ -25,7 +25,7 @@
 // CHECK: gpu.launch_func {{.*}}@moe_kda_kernels::@kda1_prep blocks in
 // CHECK: gpu.launch_func {{.*}}@moe_kda_kernels::@kda1_state blocks in
 // CHECK: gpu.binary @moe_kda_kernels
-// CHECK-SAME: #nvvm.target<O = 3, chip = "sm_90", features = "+ptx81">
+// CHECK-SAME: #nvvm.target<chip = "sm_90", features = "+ptx81">
 // CHECK-SAME: .version 8.1
 // CHECK-SAME: .target sm_90
 // CHECK-SAME: .visible .entry kda0_prep(

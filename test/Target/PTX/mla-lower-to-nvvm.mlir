@@ -31,7 +31,7 @@
 // CHECK: gpu.launch_func {{.*}}@moe_attention_kernels::@mla0_forward_convert blocks in
 // CHECK: gpu.launch_func {{.*}}@moe_attention_kernels::@mla0_forward blocks in
 // CHECK: gpu.binary @moe_attention_kernels
-// CHECK-SAME: #nvvm.target<O = 3, chip = "sm_90", features = "+ptx81">
+// CHECK-SAME: #nvvm.target<chip = "sm_90", features = "+ptx81">
 // CHECK-SAME: .version 8.1
 // CHECK-SAME: .target sm_90
 // CHECK-SAME: .visible .entry mla0_forward_convert(

@@ -32,7 +32,7 @@
 // CHECK-NOT: gpu.launch_func
 // CHECK: gpu.binary @moe_routing_kernels
 // CHECK: gpu.binary @moe_expert_kernels
-// CHECK-SAME: #nvvm.target<O = 3, chip = "sm_90", features = "+ptx81">
+// CHECK-SAME: #nvvm.target<chip = "sm_90", features = "+ptx81">
 // CHECK-SAME: .target sm_90
 // CHECK-SAME: .visible .entry expert_schedule_0(
 // CHECK-NOT: mma.sync

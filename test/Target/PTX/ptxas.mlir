@@ -6,7 +6,7 @@
 // RUN: env CUDA_HOME=/usr/local/cuda moe-opt %moe_src_root/examples/kernels/mla.mlir --moe-lower-to-nvvm="format=bin" 2>/dev/null | FileCheck %s --check-prefix=MLA
 // RUN: env CUDA_HOME=/usr/local/cuda moe-opt %moe_src_root/examples/kernels/moe_ffn.mlir --moe-lower-to-nvvm="format=bin" 2>/dev/null | FileCheck %s --check-prefix=MOE
 
-// KDA: gpu.binary @moe_kda_kernels  [#gpu.object<#nvvm.target<O = 3, chip = "sm_90", features = "+ptx81">, properties = {ISAToBinaryTimeInMs = {{[0-9]+}} : i64, LLVMIRToISATimeInMs = {{[0-9]+}} : i64}, bin = "\7FELF
+// KDA: gpu.binary @moe_kda_kernels  [#gpu.object<#nvvm.target<chip = "sm_90", features = "+ptx81">, properties = {ISAToBinaryTimeInMs = {{[0-9]+}} : i64, LLVMIRToISATimeInMs = {{[0-9]+}} : i64}, bin = "\7FELF
 // KDA-NOT: gpu.binary
 // MLA: gpu.binary @moe_attention_kernels {{.*}} bin = "\7FELF
 // MOE: gpu.binary @__moe_kind_{{[a-z_]+}}_l{{[0-9]+}}_{{[0-9]+}} {{.*}} bin = "\7FELF

@@ -20,7 +20,7 @@
 // CHECK: gpu.launch_func {{.*}}@moe_routing_kernels::@route0_bias blocks in
 // CHECK: gpu.launch_func {{.*}}@moe_routing_kernels::@route0_scatter0 blocks in
 // CHECK: gpu.binary @moe_routing_kernels
-// CHECK-SAME: #nvvm.target<O = 3, chip = "sm_90", features = "+ptx81">
+// CHECK-SAME: #nvvm.target<chip = "sm_90", features = "+ptx81">
 // CHECK-SAME: .target sm_90
 // CHECK-SAME: .visible .entry route0_route(
 // CHECK-SAME: cp.async.cg.shared.global
