@@ -20,7 +20,9 @@
 #
 # Environment: MOE_TRAIN_OUT (default bench/train/out), MOE_TRAIN_BATCH /
 # MOE_TRAIN_SEQ_LEN (default 16 x 2048), MOE_TRAIN_STEPS (200),
-# MOE_TRAIN_TIMEOUT (seconds for our run, default 480), MOE_TRAIN_PEER_ITERS
+# MOE_TRAIN_TIMEOUT (seconds for our run, default 480), MOE_TRAIN_PEER_TIMEOUT
+# (seconds for the peer, default 600: fla autotunes for minutes on its first
+# call; past it the table gives ours alone), MOE_TRAIN_PEER_ITERS
 # (the peer's timed steps, 20), MOE_TRAIN_GRAPH (on: our step replayed as a
 # CUDA graph after step 2, --cuda-graph; off), MOE_TRAIN_KEEP_INPUTS (1:
 # keep the weights and batches both trained on, params0/ and batches.bin;
@@ -38,6 +40,7 @@ batch=${MOE_TRAIN_BATCH:-16}
 length=${MOE_TRAIN_SEQ_LEN:-2048}
 steps=${MOE_TRAIN_STEPS:-200}
 limit=${MOE_TRAIN_TIMEOUT:-480}
+peer_limit=${MOE_TRAIN_PEER_TIMEOUT:-600}
 iters=${MOE_TRAIN_PEER_ITERS:-20}
 graph=${MOE_TRAIN_GRAPH:-on}
 exe=$out/train-cuda
@@ -85,13 +88,17 @@ rm -f "$results/train-peer-$model.json"
 if ((have_fla)) || [[ ${MOE_TRAIN_PEER_WITHOUT_FLA:-0} == 1 ]]; then
   fla_arg=()
   [[ -n ${MOE_FLA:-} ]] && fla_arg=(--fla "$MOE_FLA")
-  python3 "$root/bench/train/peer.py" --model "$model" --batch-size "$batch" \
+  timeout "$peer_limit" python3 "$root/bench/train/peer.py" --model "$model" --batch-size "$batch" \
     --seq-len "$length" --params "$results/params0" --batches "$results/batches.bin" \
     --steps "$done_steps" --iters "$iters" --out "$results" "${fla_arg[@]}" \
     > "$results/peer.out" 2>&1
   peer_rc=$?
   tail -25 "$results/peer.out"
-  [[ $peer_rc != 0 ]] && echo "peer.py exited with $peer_rc"
+  if [[ $peer_rc == 124 ]]; then
+    echo "the peer stopped at its time limit ($peer_limit s, MOE_TRAIN_PEER_TIMEOUT): no peer figures"
+  elif [[ $peer_rc != 0 ]]; then
+    echo "peer.py exited with $peer_rc"
+  fi
 else
   echo "error: the peer was not run: no fla source in ${fla_dirs[*]} (carry .peers/fla," \
     "or set MOE_FLA; MOE_TRAIN_PEER_WITHOUT_FLA=1 runs it with PyTorch's chunked KDA)" >&2
