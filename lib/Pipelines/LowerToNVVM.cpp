@@ -38,8 +38,8 @@
 
 using namespace mlir;
 
-void mlir::moe::buildLowerToNVVMPipeline(OpPassManager &pm,
-                                         const LowerToNVVMOptions &options) {
+void mlir::moe::addNVVMKernelGenerationPasses(
+    OpPassManager &pm, const LowerToNVVMOptions &options) {
   // 1. moe -> upstream tensor IR as for the CPU, except that the KDA,
   // attention, routing and expert ops the kernel generators handle become
   // GPU kernels first.
@@ -90,7 +90,10 @@ void mlir::moe::buildLowerToNVVMPipeline(OpPassManager &pm,
     pm.addNestedPass<func::FuncOp>(createMoEFuseElementwise());
   if (options.emitCInterface)
     pm.addNestedPass<func::FuncOp>(LLVM::createLLVMRequestCWrappersPass());
+}
 
+void mlir::moe::addNVVMLoweringPasses(OpPassManager &pm,
+                                      const LowerToNVVMOptions &options) {
   // 2. Buffers, with the loops of tile programs updating what they carry in
   // place (one buffer each), so that every tile buffer gets a fixed place.
   pm.addNestedPass<func::FuncOp>(createMoEInPlaceLoopCarries());
@@ -170,6 +173,10 @@ void mlir::moe::buildLowerToNVVMPipeline(OpPassManager &pm,
   pm.addNestedPass<gpu::GPUModuleOp>(createCSEPass());
   pm.addNestedPass<gpu::GPUModuleOp>(createReconcileUnrealizedCastsPass());
   pm.addPass(createMoEDedupeGPUModules());
+}
+
+void mlir::moe::addNVVMSerializationPasses(OpPassManager &pm,
+                                           const LowerToNVVMOptions &options) {
   // Serialized first: the host's conversion then walks the host code only,
   // not every kernel's LLVM dialect ops (0.8 s of kimi-tiny's compile).
   MoEGPUModulesToBinariesOptions binaryOptions;
@@ -181,4 +188,11 @@ void mlir::moe::buildLowerToNVVMPipeline(OpPassManager &pm,
   eachHostFunction.addPass(createCanonicalizerPass());
   eachHostFunction.addPass(createCSEPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
+void mlir::moe::buildLowerToNVVMPipeline(OpPassManager &pm,
+                                         const LowerToNVVMOptions &options) {
+  addNVVMKernelGenerationPasses(pm, options);
+  addNVVMLoweringPasses(pm, options);
+  addNVVMSerializationPasses(pm, options);
 }

@@ -21,6 +21,7 @@
 
 #include "CallSequences.h"
 #include "CompileCache.h"
+#include "KernelsAhead.h"
 #include "ParallelCodegen.h"
 
 #include "moe/Conversion/MoEModelToFunc/MoEModelToFunc.h"
@@ -241,6 +242,21 @@ static cl::opt<bool> verifyEach(
              "Without it the model is verified when it is parsed and the "
              "lowered module once before its translation to LLVM IR"),
     cl::init(false), cl::cat(compileCategory));
+namespace {
+enum class KernelsAheadMode { Off, On, Check };
+} // namespace
+static cl::opt<KernelsAheadMode> kernelsAhead(
+    "kernels-ahead",
+    cl::desc("--target=cuda: the kernel generators' gpu.modules lowered and "
+             "serialized on a thread of their own while the host code is "
+             "lowered (the executable is the same, the compile shorter)"),
+    cl::values(clEnumValN(KernelsAheadMode::On, "on", "the default"),
+               clEnumValN(KernelsAheadMode::Off, "off",
+                          "with the other kernels, at the pipeline's end"),
+               clEnumValN(KernelsAheadMode::Check, "check",
+                          "both, and an error where the two lowerings of a "
+                          "module differ (slower; for tests)")),
+    cl::init(KernelsAheadMode::On), cl::cat(compileCategory));
 static cl::opt<std::string> gpuFormat(
     "gpu-format",
     cl::desc("Kernel format of --target=cuda: isa (PTX, compiled by the "
@@ -702,29 +718,80 @@ static unsigned effectiveHostOptimizeLimit() {
 /// --outline-kinds as given (on by default for both targets).
 static bool useOutlineKinds() { return outlineKinds; }
 
+/// What --kernels-ahead gave, for --timing (set by lowerToLLVMDialect).
+static std::optional<moe::KernelsAheadResult> kernelsAheadResult;
+
+/// Lowers the module in place with moe-lower-to-nvvm, in its three parts
+/// with --kernels-ahead.
+static LogicalResult lowerToNVVM(ModuleOp module, TimingScope &timer) {
+  moe::LowerToNVVMOptions options;
+  options.format = gpuFormat;
+  options.matmulPrecision = matmulPrecision;
+  options.outlineKinds = useOutlineKinds();
+  // Checked in main before any work.
+  if (failed(options.parseFromString(gpuPipelineOptions)))
+    return failure();
+  auto runPart = [&](auto addPasses) -> LogicalResult {
+    PassManager pm(module.getContext());
+    if (failed(applyPassManagerCLOptions(pm)))
+      return failure();
+    pm.enableTiming(timer);
+    pm.enableVerifier(verifyEach);
+    addPasses(pm, options);
+    return runPasses(pm, module);
+  };
+  // One thread would wait for the other.
+  // One thread would wait for the other (unless checking).
+  bool oneThread = !module.getContext()->isMultithreadingEnabled() ||
+                   llvm::hardware_concurrency().compute_thread_count() < 2;
+  if (kernelsAhead == KernelsAheadMode::Off ||
+      (kernelsAhead == KernelsAheadMode::On && oneThread))
+    return runPart(moe::buildLowerToNVVMPipeline);
+
+  if (failed(runPart(moe::addNVVMKernelGenerationPasses)))
+    return failure();
+  moe::KernelsAhead ahead(
+      module,
+      kernelsAhead == KernelsAheadMode::Check ? moe::KernelsAhead::Mode::Check
+                                              : moe::KernelsAhead::Mode::Move,
+      [&](OpPassManager &pm) { moe::addNVVMLoweringPasses(pm, options); },
+      [&](OpPassManager &pm) { moe::addNVVMSerializationPasses(pm, options); },
+      verifyEach);
+  auto finish = [&]() -> LogicalResult {
+    TimingScope wait = timer.nest("wait for the kernels serialized ahead");
+    FailureOr<moe::KernelsAheadResult> result = ahead.finish(module);
+    if (failed(result))
+      return failure();
+    kernelsAheadResult = *result;
+    return success();
+  };
+  if (failed(runPart(moe::addNVVMLoweringPasses)))
+    return failure();
+  // Checking compares the main module's gpu.modules before they are
+  // serialized. Else the placeholders stay gpu.binary ops through the
+  // host's conversion (only the translation to LLVM IR reads their
+  // objects), so all of the main module's passes run before the wait.
+  if (kernelsAhead == KernelsAheadMode::Check)
+    return failure(failed(finish()) ||
+                   failed(runPart(moe::addNVVMSerializationPasses)));
+  return failure(failed(runPart(moe::addNVVMSerializationPasses)) ||
+                 failed(finish()));
+}
+
 /// Lowers the module in place with moe-lower-to-cpu or moe-lower-to-nvvm.
 static LogicalResult lowerToLLVMDialect(ModuleOp module, TimingScope &timer) {
+  if (target == Target::CUDA)
+    return lowerToNVVM(module, timer);
   PassManager pm(module.getContext());
   if (failed(applyPassManagerCLOptions(pm)))
     return failure();
   pm.enableTiming(timer);
   pm.enableVerifier(verifyEach);
-  if (target == Target::CUDA) {
-    moe::LowerToNVVMOptions options;
-    options.format = gpuFormat;
-    options.matmulPrecision = matmulPrecision;
-    options.outlineKinds = useOutlineKinds();
-    // Checked in main before any work.
-    if (failed(options.parseFromString(gpuPipelineOptions)))
-      return failure();
-    moe::buildLowerToNVVMPipeline(pm, options);
-  } else {
-    moe::LowerToCPUOptions options;
-    options.blas = cpuBlas;
-    options.profile = cpuProfile;
-    options.outlineKinds = useOutlineKinds();
-    moe::buildLowerToCPUPipeline(pm, options);
-  }
+  moe::LowerToCPUOptions options;
+  options.blas = cpuBlas;
+  options.profile = cpuProfile;
+  options.outlineKinds = useOutlineKinds();
+  moe::buildLowerToCPUPipeline(pm, options);
   return runPasses(pm, module);
 }
 
@@ -1051,6 +1118,10 @@ static FailureOr<std::string> buildCacheKey(llvm::StringRef input,
   key.add("matmul-precision", matmulPrecision);
   key.add("gpu-pipeline-options", gpuPipelineOptions);
   key.add("verify-each", verifyEach ? "1" : "0");
+  // --kernels-ahead changes no byte of the result but for =check, which
+  // must run.
+  key.add("kernels-ahead-check",
+          kernelsAhead == KernelsAheadMode::Check ? "1" : "0");
   key.add("triple", host.triple.str());
   key.add("cpu", host.cpu);
   key.add("features", host.sortedFeatures);
@@ -1069,6 +1140,8 @@ namespace {
 struct GpuCompileTimes {
   int64_t modules = 0;
   std::optional<int64_t> ptxasMs;
+  /// --kernels-ahead's copies.
+  std::optional<moe::KernelsAheadResult> ahead;
   /// Each module's LLVM IR to PTX time and name, slowest first (empty
   /// where the serializer recorded none).
   SmallVector<std::pair<int64_t, std::string>> llvmToPtxMs;
@@ -1129,6 +1202,16 @@ static void printGpuCompileTimes(const GpuCompileTimes &times) {
     for (const auto &[ms, name] :
          ArrayRef(times.llvmToPtxMs).take_front(kSlowestShown))
       os << "  " << seconds(ms) << "    " << name << "\n";
+  }
+  if (const std::optional<moe::KernelsAheadResult> &ahead = times.ahead) {
+    os << "  " << llvm::format("%10.4f", ahead->seconds) << "  --kernels-ahead"
+       << (ahead->checked ? "=check" : "") << ": the generators' "
+       << ahead->modules << " gpu.module" << (ahead->modules == 1 ? "" : "s")
+       << " lowered and serialized on a thread of their own during the host "
+          "passes";
+    if (ahead->checked)
+      os << "; " << ahead->used << " equal to their lowering with the host";
+    os << "\n";
   }
   if (times.ptxasMs)
     os << "  " << seconds(*times.ptxasMs) << "  ptxas (PTX to cubin)\n";
@@ -1318,8 +1401,10 @@ static LogicalResult compile(const char *argv0, TimingScope &root,
                        "moe-compile: --verify-each finds the pass; please "
                        "report it with the model)");
   }
-  if (target == Target::CUDA)
+  if (target == Target::CUDA) {
     gpuTimes = collectGpuCompileTimes(*module);
+    gpuTimes.ahead = kernelsAheadResult;
+  }
   addManifestGlobal(*module, *manifest);
 
   if (emit == Emit::MLIR) {

@@ -213,6 +213,23 @@ void addBufferizationPasses(OpPassManager &pm);
 void buildLowerToNVVMPipeline(OpPassManager &pm,
                               const LowerToNVVMOptions &options);
 
+/// The three parts of buildLowerToNVVMPipeline, in its order, for a driver
+/// that works between them (moe-compile serializes the generators' kernels
+/// on a thread of its own while the host code is lowered):
+///  1. moe ops -> upstream tensor IR, with the kernel generators' gpu.modules
+///     (KDA, attention, routing, experts, GEMM) made, complete and final;
+///  2. bufferization, GPU mapping, kernel outlining and the NVVM and LLVM
+///     lowering of the host and of every gpu.module, each gpu.module lowered
+///     on its own (no pass reads one module to change another);
+///  3. serialization of the gpu.modules left (a gpu.binary already there is
+///     kept) and the host's conversion to the LLVM dialect.
+void addNVVMKernelGenerationPasses(OpPassManager &pm,
+                                   const LowerToNVVMOptions &options);
+void addNVVMLoweringPasses(OpPassManager &pm,
+                           const LowerToNVVMOptions &options);
+void addNVVMSerializationPasses(OpPassManager &pm,
+                                const LowerToNVVMOptions &options);
+
 /// Builds `moe-lower-to-cpu`: from tensor-level IR (anchored on the builtin
 /// module) to the LLVM dialect for the host, ready for mlir::ExecutionEngine
 /// or `mlir-translate --mlir-to-llvmir`. In order:
