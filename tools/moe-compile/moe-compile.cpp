@@ -740,7 +740,6 @@ static LogicalResult lowerToNVVM(ModuleOp module, TimingScope &timer) {
     addPasses(pm, options);
     return runPasses(pm, module);
   };
-  // One thread would wait for the other.
   // One thread would wait for the other (unless checking).
   bool oneThread = !module.getContext()->isMultithreadingEnabled() ||
                    llvm::hardware_concurrency().compute_thread_count() < 2;
@@ -1183,7 +1182,8 @@ static void printGpuCompileTimes(const GpuCompileTimes &times) {
   os << "===" << std::string(73, '-') << "===\n"
      << "  GPU kernels (" << times.modules << " gpu.module"
      << (times.modules == 1 ? "" : "s")
-     << "; summed over the threads of MoEGPUModulesToBinaries above)\n"
+     << "; summed over the threads of MoEGPUModulesToBinaries above"
+     << (times.ahead ? " and of --kernels-ahead" : "") << ")\n"
      << "===" << std::string(73, '-') << "===\n";
   auto seconds = [](int64_t ms) {
     return llvm::format("%10.4f", static_cast<double>(ms) / 1000.0);
