@@ -9,12 +9,13 @@
 // through the pipeline's two later parts on a thread of their own while the
 // main module's host code is lowered; in the main module a placeholder
 // gpu.binary of the same name stands in for each (a launch's verifier and
-// lowering read only a binary's name), and takes the real one before the
-// main module's serialization. The passes lower each gpu.module on its own
-// (none reads one module to change another, or a launch to change its
-// kernel), so the executable is the same byte for byte; `Mode::Check` shows
-// it for a model: the main module keeps and lowers its gpu.modules too, and
-// each must be equivalent to its copy's lowering (the same ops, attributes,
+// lowering read only a binary's name), and takes the real one after the
+// main module's passes, before the translation to LLVM IR. The passes lower
+// each gpu.module on its own (none changes a module by what is outside it,
+// or a kernel by its launches; -moe-dedupe-gpu-modules only erases a module
+// equal to another), so the executable is the same byte for byte; `Mode::Check`
+// shows it for a model: the main module keeps and lowers its gpu.modules too,
+// and each must be equivalent to its copy's lowering (the same ops, attributes,
 // types and locations).
 //
 //===----------------------------------------------------------------------===//

@@ -718,7 +718,7 @@ static unsigned effectiveHostOptimizeLimit() {
 /// --outline-kinds as given (on by default for both targets).
 static bool useOutlineKinds() { return outlineKinds; }
 
-/// What --kernels-ahead gave, for --timing (set by lowerToLLVMDialect).
+/// What --kernels-ahead gave, for --timing (set by lowerToNVVM).
 static std::optional<moe::KernelsAheadResult> kernelsAheadResult;
 
 /// Lowers the module in place with moe-lower-to-nvvm, in its three parts

@@ -220,7 +220,8 @@ void buildLowerToNVVMPipeline(OpPassManager &pm,
 ///     (KDA, attention, routing, experts, GEMM) made, complete and final;
 ///  2. bufferization, GPU mapping, kernel outlining and the NVVM and LLVM
 ///     lowering of the host and of every gpu.module, each gpu.module lowered
-///     on its own (no pass reads one module to change another);
+///     on its own (no pass changes a module by what is outside it; the
+///     dedupe only erases a module equal to another);
 ///  3. serialization of the gpu.modules left (a gpu.binary already there is
 ///     kept) and the host's conversion to the LLVM dialect.
 void addNVVMKernelGenerationPasses(OpPassManager &pm,
